@@ -1,0 +1,78 @@
+//! Command-line parsing (clap) and dispatch to the subcommands.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::commands;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "stallscope",
+    version,
+    about = "Find where a training step waits — data loader, host-to-device copy, or model — and which loader settings fix it, at what memory cost."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check bundles against the format; every problem with its JSON path.
+    Validate(ValidateArgs),
+    /// Side-by-side table of two bundles; exit 1 on a whole-run regression beyond the threshold.
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Bundle files (JSON).
+    #[arg(required = true)]
+    pub bundles: Vec<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TableFormat {
+    Table,
+    Markdown,
+    Csv,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The baseline bundle.
+    pub base: PathBuf,
+    /// The bundle compared against it.
+    pub new: PathBuf,
+    /// Regression threshold in percent of whole-run throughput.
+    #[arg(long, default_value_t = 5.0)]
+    pub threshold: f64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
+    /// Shorthand for `--format json`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Parse the command line, run the command, map errors to exit codes.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Validate(args) => commands::validate::run(&args),
+        Command::Compare(args) => commands::compare::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! The stallscope runner: command line, experiments, loader, device back ends.
+
+pub mod cli;
+pub mod commands;

@@ -1,0 +1,1 @@
+//! Analysis shared by the CLI and the browser.

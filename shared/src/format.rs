@@ -1,0 +1,739 @@
+//! The serialized types of a result bundle: the one data format between the
+//! runner and the viewer, and therefore a public API.
+//!
+//! Rules for changing it (see ARCHITECTURE.md):
+//! - fields are never removed or renamed; a new field is `Option` or has
+//!   `#[serde(default)]` and a doc line "Added in format 1.N", with
+//!   [`FORMAT_MINOR`] raised;
+//! - anything a reader of an older minor cannot ignore raises [`FORMAT_MAJOR`];
+//! - unknown fields are ignored when reading, so a newer minor is read.
+//!
+//! Units: durations in seconds (`*_s`, f64) except per-step arrays, which are
+//! integer nanoseconds (`*_ns`) to keep large bundles small; memory in bytes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The major version this build reads and writes.
+pub const FORMAT_MAJOR: u32 = 1;
+/// The minor version this build writes.
+pub const FORMAT_MINOR: u32 = 0;
+
+macro_rules! format_type {
+    ($($item:item)*) => {
+        $(
+            #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+            #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+            $item
+        )*
+    };
+}
+
+format_type! {
+    /// `{major, minor}` of the format a bundle was written in.
+    #[derive(Copy, Eq)]
+    pub struct SchemaVersion {
+        pub major: u32,
+        pub minor: u32,
+    }
+
+    /// A result bundle: everything one `stallscope run` measured, or a
+    /// published table transcribed with its citation.
+    pub struct Bundle {
+        pub schema_version: SchemaVersion,
+        /// Unique id of this bundle (the runner uses the UTC start time and a
+        /// random suffix).
+        pub id: String,
+        /// Human title. Shown as text, never as HTML.
+        pub title: String,
+        /// RFC 3339 UTC time the run started (or the publication date).
+        pub created_at: String,
+        /// Whether the numbers were measured by stallscope or transcribed
+        /// from a publication.
+        pub provenance: Provenance,
+        pub environment: Environment,
+        #[serde(default)]
+        pub experiments: Vec<Experiment>,
+        pub status: RunStatus,
+        /// Free-form notes (shown as text).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub notes: Vec<String>,
+    }
+
+    /// Where the figures come from.
+    #[serde(tag = "kind", rename_all = "snake_case")]
+    pub enum Provenance {
+        /// Measured by the stallscope runner on the machine in `environment`.
+        Measured,
+        /// Transcribed from a publication; every figure is as published.
+        Published {
+            citation: Citation,
+            /// The conditions as the publication states them, in its order.
+            #[serde(default)]
+            conditions: Vec<Condition>,
+        },
+    }
+
+    /// A publication a published bundle transcribes.
+    #[derive(Default)]
+    pub struct Citation {
+        pub title: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub authors: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub published: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub url: Option<String>,
+        /// Where in the project the source lives (e.g. `seeds/003`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub locator: Option<String>,
+    }
+
+    /// One stated condition of a published measurement.
+    pub struct Condition {
+        pub name: String,
+        pub value: String,
+    }
+
+    /// What the run recorded about the machine and the software.
+    #[derive(Default)]
+    pub struct Environment {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub runner: Option<RunnerInfo>,
+        /// The exact command line, one argument per element.
+        #[serde(default)]
+        pub command_line: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub suite: Option<SuiteRecord>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub host: Option<HostInfo>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub device: Option<DeviceInfo>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub libtorch: Option<LibtorchInfo>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub wgpu: Option<WgpuInfo>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub threads: Option<ThreadInfo>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub precision: Option<PrecisionInfo>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub seeds: Option<Seeds>,
+    }
+
+    /// The program that wrote the bundle.
+    #[derive(Default)]
+    pub struct RunnerInfo {
+        pub name: String,
+        pub version: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub commit: Option<String>,
+    }
+
+    /// The suite that was run, verbatim.
+    #[derive(Default)]
+    pub struct SuiteRecord {
+        pub name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub path: Option<String>,
+        /// The TOML text as read.
+        pub toml: String,
+    }
+
+    /// The host machine.
+    #[derive(Default)]
+    pub struct HostInfo {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub cpu_model: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub logical_cores: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub memory_bytes: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub os: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub kernel: Option<String>,
+    }
+
+    /// What kind of device ran the model.
+    #[derive(Copy, Eq, Hash, PartialOrd, Ord)]
+    #[serde(rename_all = "snake_case")]
+    pub enum DeviceKind {
+        Cpu,
+        Cuda,
+        Wgpu,
+    }
+
+    /// The device the experiments ran on.
+    pub struct DeviceInfo {
+        pub kind: DeviceKind,
+        pub name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub index: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub memory_total_bytes: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub driver: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub cuda_runtime: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub compute_capability: Option<String>,
+        /// For wgpu: the backend (Vulkan, Metal, Dx12, Gl).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub backend: Option<String>,
+        /// For wgpu: the adapter's device type (DiscreteGpu, Cpu, ...).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub device_type: Option<String>,
+    }
+
+    /// The libtorch the runner used.
+    #[derive(Default)]
+    pub struct LibtorchInfo {
+        pub version: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub cuda: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub cudnn: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub path: Option<String>,
+    }
+
+    /// The wgpu library and adapter.
+    #[derive(Default)]
+    pub struct WgpuInfo {
+        pub version: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub adapter: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub backend: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub driver: Option<String>,
+    }
+
+    /// Thread counts in force.
+    #[derive(Default)]
+    pub struct ThreadInfo {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub torch_intra_op: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub torch_inter_op: Option<u32>,
+    }
+
+    /// Numeric precision settings.
+    #[derive(Default)]
+    pub struct PrecisionInfo {
+        /// e.g. `float32`.
+        pub dtype: String,
+        pub tf32_matmul: bool,
+        pub tf32_cudnn: bool,
+    }
+
+    /// Seeds shared by every configuration of the run.
+    #[derive(Default, Copy, Eq)]
+    pub struct Seeds {
+        /// Seed of the initial weights (the same for every configuration).
+        pub weights: u64,
+        /// Seed of the sampler's shuffle.
+        pub shuffle: u64,
+        /// Seed of generated data.
+        pub data: u64,
+    }
+
+    /// Whether the run that wrote the bundle finished.
+    pub struct RunStatus {
+        pub state: RunState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub message: Option<String>,
+    }
+
+    /// State of the run when the bundle was last written.
+    #[derive(Copy, Eq)]
+    #[serde(rename_all = "snake_case")]
+    pub enum RunState {
+        /// Every configuration ran (some may have recorded failures).
+        Complete,
+        /// Stopped early (Ctrl-C, an error); everything finished before is kept.
+        Partial,
+        /// Written while the run was going; the process did not get to finish.
+        Running,
+    }
+
+    /// One experiment: a grid of configurations of one kind.
+    pub struct Experiment {
+        pub id: String,
+        pub kind: ExperimentKind,
+        pub title: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub description: Option<String>,
+        /// Names of the parameters that vary across configurations, first the
+        /// one charts put on the x axis.
+        #[serde(default)]
+        pub swept: Vec<String>,
+        /// Settings shared by every configuration (model, data source, ...).
+        #[serde(default)]
+        pub settings: BTreeMap<String, ParamValue>,
+        /// The configuration ratios are taken against unless the reader picks one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub baseline: Option<String>,
+        /// Why the experiment could not run here (e.g. an OOM probe on a CPU).
+        /// An experiment that is not applicable has no configurations.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub not_applicable: Option<String>,
+        #[serde(default)]
+        pub configurations: Vec<Configuration>,
+    }
+
+    /// The kinds of experiment.
+    #[derive(Copy, Eq, Hash, PartialOrd, Ord)]
+    #[serde(rename_all = "snake_case")]
+    pub enum ExperimentKind {
+        Loader,
+        Transfer,
+        Compute,
+        BatchSweep,
+        OomProbe,
+        Stall,
+    }
+
+    /// A parameter value.
+    #[serde(untagged)]
+    pub enum ParamValue {
+        Bool(bool),
+        Int(i64),
+        Float(f64),
+        Text(String),
+    }
+
+    /// One point of an experiment's grid and everything measured for it.
+    pub struct Configuration {
+        pub id: String,
+        pub label: String,
+        #[serde(default)]
+        pub params: BTreeMap<String, ParamValue>,
+        /// Bytes of one collated batch (inputs and labels), when known; the
+        /// prefetch memory estimate is this × workers × prefetch.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub batch_bytes: Option<u64>,
+        #[serde(default)]
+        pub runs: Vec<Run>,
+        /// Set when the configuration failed (OOM, worker error, ...).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub failure: Option<Failure>,
+    }
+
+    /// How a run was timed. The two are never averaged together.
+    #[derive(Copy, Eq, Hash, PartialOrd, Ord)]
+    #[serde(rename_all = "snake_case")]
+    pub enum TimingMode {
+        /// Synchronized once before and once after the epoch: judges whether
+        /// a change helped.
+        WholeRun,
+        /// Synchronized at every stage boundary of every step: finds which
+        /// stage waits; its totals are not performance.
+        Diagnostic,
+    }
+
+    /// Cold first epoch vs steady later ones.
+    #[derive(Copy, Eq, Hash, PartialOrd, Ord)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Phase {
+        /// The first epoch: worker start-up, first reads, cold caches.
+        Cold,
+        /// Every later epoch (and measurements with no start-up at all).
+        Steady,
+    }
+
+    /// One timed epoch (or one timed repetition of a probe).
+    pub struct Run {
+        /// Unique within the configuration.
+        pub id: String,
+        pub timing_mode: TimingMode,
+        /// Repeat index, 0-based, in the order the repeats ran.
+        pub repeat: u32,
+        /// Epoch index within the repeat, 0-based.
+        pub epoch: u32,
+        pub phase: Phase,
+        /// For published figures: the figure is the median of this many runs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub summary_of: Option<u32>,
+        /// Present exactly when `timing_mode` is `whole_run`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub whole_run: Option<WholeRun>,
+        /// Present exactly when `timing_mode` is `diagnostic`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub diagnostic: Option<Diagnostic>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub memory: Option<Memory>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub loader: Option<LoaderStats>,
+        /// Per-step timings (diagnostic runs only), column-wise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub steps: Option<StepSeries>,
+    }
+
+    /// Whole-run timing: synchronized only before and after.
+    #[derive(Default)]
+    pub struct WholeRun {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub seconds: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub samples: Option<u64>,
+        /// Must equal samples / seconds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub samples_per_s: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub steps: Option<u64>,
+        /// Bytes moved (transfer experiments); bytes / seconds is the bandwidth.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub bytes: Option<u64>,
+    }
+
+    /// Diagnostic timing: synchronized at every stage boundary.
+    ///
+    /// Stage statistics cover every step but the first, whose wait is
+    /// `first_next_wait_s`; `step` is the per-step sum of the three stages.
+    #[derive(Default)]
+    pub struct Diagnostic {
+        /// Wall seconds of the whole diagnostic epoch, barriers included.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub seconds: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub samples: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub steps: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub bytes: Option<u64>,
+        /// Time to create the iterator (`iter(loader)`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub iterator_creation_s: Option<f64>,
+        /// The first `next()` wait, reported apart from the mean.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub first_next_wait_s: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub next_wait: Option<StageStat>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub transfer: Option<StageStat>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub compute: Option<StageStat>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub step: Option<StageStat>,
+    }
+
+    /// Statistics of one stage over the steps of a diagnostic run.
+    #[derive(Default)]
+    pub struct StageStat {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub mean_s: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub median_s: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub p95_s: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub min_s: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub max_s: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub total_s: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub count: Option<u64>,
+    }
+
+    /// Memory counters of one run. Different things; each is labelled.
+    #[derive(Default)]
+    pub struct Memory {
+        /// Host peak resident set size of the runner process.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub host_peak_rss_bytes: Option<u64>,
+        /// Caching allocator: peak bytes handed to tensors.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub device_peak_allocated_bytes: Option<u64>,
+        /// Caching allocator: peak bytes held from the driver.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub device_peak_reserved_bytes: Option<u64>,
+        /// The device's own view (`cudaMemGetInfo`): used = total − free.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub device_used_bytes: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub device_total_bytes: Option<u64>,
+    }
+
+    /// Per-step timings of a diagnostic run, one column per stage, integer
+    /// nanoseconds; all columns have one entry per step.
+    #[derive(Default)]
+    pub struct StepSeries {
+        pub next_wait_ns: Vec<u64>,
+        pub transfer_ns: Vec<u64>,
+        pub compute_ns: Vec<u64>,
+    }
+
+    /// What the loader measured about itself (SPDL's metrics).
+    #[derive(Default)]
+    pub struct LoaderStats {
+        /// From iterator creation to the first batch in the consumer's hands.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub time_to_first_batch_s: Option<f64>,
+        /// Per pipeline stage (read, decode, transform, collate, pin).
+        #[serde(default)]
+        pub stages: Vec<LoaderStage>,
+        /// Per queue between stages or to the consumer.
+        #[serde(default)]
+        pub queues: Vec<LoaderQueue>,
+        /// Samples that could not be read or decoded.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub bad_samples: Vec<BadSample>,
+    }
+
+    /// One loader stage's tasks.
+    pub struct LoaderStage {
+        pub name: String,
+        pub tasks: u64,
+        #[serde(default)]
+        pub failures: u64,
+        /// Average task time in seconds (summed over workers / tasks).
+        pub mean_task_s: f64,
+    }
+
+    /// One loader queue as its consumer saw it.
+    pub struct LoaderQueue {
+        pub name: String,
+        pub gets: u64,
+        /// Total seconds the consumer waited in `get`.
+        pub get_wait_s: f64,
+        /// Share of gets that found an item ready, 0..=1.
+        pub readiness: f64,
+    }
+
+    /// A sample the loader could not use.
+    pub struct BadSample {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub index: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub path: Option<String>,
+        pub message: String,
+    }
+
+    /// Why a configuration failed. Recorded as a result, not a crash.
+    #[serde(tag = "kind", rename_all = "snake_case")]
+    pub enum Failure {
+        /// The device allocator refused an allocation.
+        OutOfMemory(OomFailure),
+        /// A loader worker failed.
+        WorkerError {
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            worker: Option<String>,
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            sample: Option<u64>,
+            message: String,
+        },
+        /// The configuration panicked; later configurations still ran.
+        Panic { message: String },
+        /// Ctrl-C arrived while this configuration ran.
+        Interrupted { message: String },
+        /// Any other error.
+        Error { message: String },
+    }
+
+    /// A recorded out-of-memory error.
+    #[derive(Default)]
+    pub struct OomFailure {
+        /// The per-process memory fraction in force.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub memory_fraction: Option<f64>,
+        /// The allocator cap (total visible memory × fraction).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub cap_bytes: Option<u64>,
+        /// How much more the failing allocation asked for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub requested_bytes: Option<u64>,
+        /// Allocated by tensors when it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub allocated_bytes: Option<u64>,
+        /// Reserved by the allocator but not allocated when it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub reserved_unallocated_bytes: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub device_free_bytes: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub device_total_bytes: Option<u64>,
+        /// The error text exactly as raised.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub message: Option<String>,
+        /// Quantities quoted from the error text when the whole text is not
+        /// available (published bundles), e.g. `17179869184.00 GiB`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub message_quantities: Vec<String>,
+        /// Whether the numbers in the message fit the hardware
+        /// (see `analysis::oom_plausibility`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub plausibility: Option<Plausibility>,
+    }
+
+    /// A check of an error message's numbers against the hardware.
+    pub struct Plausibility {
+        pub verdict: PlausibilityVerdict,
+        #[serde(default)]
+        pub findings: Vec<String>,
+    }
+
+    /// Outcome of a plausibility check.
+    #[derive(Copy, Eq)]
+    #[serde(rename_all = "snake_case")]
+    pub enum PlausibilityVerdict {
+        Plausible,
+        Implausible,
+        /// Nothing to check against (no device total, no quantities).
+        Unknown,
+    }
+}
+
+impl SchemaVersion {
+    /// The version this build writes.
+    pub const CURRENT: SchemaVersion = SchemaVersion {
+        major: FORMAT_MAJOR,
+        minor: FORMAT_MINOR,
+    };
+}
+
+impl std::fmt::Display for SchemaVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+impl TimingMode {
+    /// The name used in the format and in tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimingMode::WholeRun => "whole_run",
+            TimingMode::Diagnostic => "diagnostic",
+        }
+    }
+    /// A short label for people.
+    pub fn label(self) -> &'static str {
+        match self {
+            TimingMode::WholeRun => "whole-run",
+            TimingMode::Diagnostic => "diagnostic — synchronized at every stage",
+        }
+    }
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Cold => "cold",
+            Phase::Steady => "steady",
+        }
+    }
+}
+
+impl ExperimentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExperimentKind::Loader => "loader",
+            ExperimentKind::Transfer => "transfer",
+            ExperimentKind::Compute => "compute",
+            ExperimentKind::BatchSweep => "batch_sweep",
+            ExperimentKind::OomProbe => "oom_probe",
+            ExperimentKind::Stall => "stall",
+        }
+    }
+}
+
+impl DeviceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Cuda => "cuda",
+            DeviceKind::Wgpu => "wgpu",
+        }
+    }
+}
+
+impl ParamValue {
+    /// The value as a number, when it is one (for axes and sorting).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            ParamValue::Int(i) => Some(*i as f64),
+            ParamValue::Float(f) => Some(*f),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamValue::Bool(b) => write!(f, "{b}"),
+            ParamValue::Int(i) => write!(f, "{i}"),
+            ParamValue::Float(x) => write!(f, "{x}"),
+            ParamValue::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+impl From<i64> for ParamValue {
+    fn from(v: i64) -> Self {
+        ParamValue::Int(v)
+    }
+}
+impl From<u32> for ParamValue {
+    fn from(v: u32) -> Self {
+        ParamValue::Int(v as i64)
+    }
+}
+impl From<usize> for ParamValue {
+    fn from(v: usize) -> Self {
+        ParamValue::Int(v as i64)
+    }
+}
+impl From<f64> for ParamValue {
+    fn from(v: f64) -> Self {
+        ParamValue::Float(v)
+    }
+}
+impl From<bool> for ParamValue {
+    fn from(v: bool) -> Self {
+        ParamValue::Bool(v)
+    }
+}
+impl From<&str> for ParamValue {
+    fn from(v: &str) -> Self {
+        ParamValue::Text(v.to_string())
+    }
+}
+impl From<String> for ParamValue {
+    fn from(v: String) -> Self {
+        ParamValue::Text(v)
+    }
+}
+
+impl Bundle {
+    /// Whether the figures were measured (not transcribed).
+    pub fn is_measured(&self) -> bool {
+        matches!(self.provenance, Provenance::Measured)
+    }
+
+    /// Serialize as pretty JSON (what the runner writes).
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("bundle types always serialize")
+    }
+
+    /// Find an experiment by id.
+    pub fn experiment(&self, id: &str) -> Option<&Experiment> {
+        self.experiments.iter().find(|e| e.id == id)
+    }
+}
+
+impl Experiment {
+    pub fn configuration(&self, id: &str) -> Option<&Configuration> {
+        self.configurations.iter().find(|c| c.id == id)
+    }
+}
+
+impl Run {
+    /// Samples per second of a whole-run run (the stored figure).
+    pub fn whole_run_samples_per_s(&self) -> Option<f64> {
+        self.whole_run.as_ref()?.samples_per_s
+    }
+}

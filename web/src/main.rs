@@ -1,0 +1,2 @@
+//! Entry point of the viewer (mounts the app).
+fn main() {}
