@@ -2,3 +2,6 @@
 
 pub mod cli;
 pub mod commands;
+pub mod data;
+pub mod feed;
+pub mod models;

@@ -1,0 +1,238 @@
+//! The models the experiments train: the seeds/003 CNN, the seeds/000 linear
+//! classifier and a larger CNN for image inputs, with their optimizers and the
+//! one training step every timing mode runs.
+
+use tch::nn::{self, Module, OptimizerConfig};
+use tch::{Device, Kind, Tensor};
+
+/// Which model, with the shape of its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelSpec {
+    /// seeds/003: Conv 1→16, ReLU, MaxPool, Conv 16→32, ReLU, MaxPool,
+    /// Linear 1568→64, ReLU, Linear 64→10 on 1×28×28 (105,866 parameters).
+    FashionCnn,
+    /// seeds/000: one Linear layer `features → classes`.
+    Linear { features: i64, classes: i64 },
+    /// A larger CNN for `3 × size × size` images: four stride-2 3×3
+    /// convolutions (32, 64, 128, 256 channels), global average pooling,
+    /// Linear 256→classes.
+    ImageCnn { size: i64, classes: i64 },
+}
+
+/// The optimizer and its learning rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OptimizerSpec {
+    Adam { lr: f64 },
+    Sgd { lr: f64 },
+}
+
+impl ModelSpec {
+    /// Name recorded in the bundle's settings.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ModelSpec::FashionCnn => "fashion_cnn",
+            ModelSpec::Linear { .. } => "linear",
+            ModelSpec::ImageCnn { .. } => "image_cnn",
+        }
+    }
+
+    /// Shape of one input sample.
+    pub fn input_shape(&self) -> Vec<i64> {
+        match *self {
+            ModelSpec::FashionCnn => vec![1, 28, 28],
+            ModelSpec::Linear { features, .. } => vec![features],
+            ModelSpec::ImageCnn { size, .. } => vec![3, size, size],
+        }
+    }
+
+    /// Number of classes of the output.
+    pub fn classes(&self) -> i64 {
+        match *self {
+            ModelSpec::FashionCnn => 10,
+            ModelSpec::Linear { classes, .. } | ModelSpec::ImageCnn { classes, .. } => classes,
+        }
+    }
+
+    /// The optimizer the seeds use with this model: Adam 1e-3 for the CNNs,
+    /// SGD 0.01 for the linear classifier.
+    pub fn default_optimizer(&self) -> OptimizerSpec {
+        match self {
+            ModelSpec::Linear { .. } => OptimizerSpec::Sgd { lr: 0.01 },
+            _ => OptimizerSpec::Adam { lr: 1e-3 },
+        }
+    }
+}
+
+impl OptimizerSpec {
+    pub fn name(&self) -> &'static str {
+        match self {
+            OptimizerSpec::Adam { .. } => "adam",
+            OptimizerSpec::Sgd { .. } => "sgd",
+        }
+    }
+    pub fn lr(&self) -> f64 {
+        match *self {
+            OptimizerSpec::Adam { lr } | OptimizerSpec::Sgd { lr } => lr,
+        }
+    }
+}
+
+/// A model on a device with its optimizer: what one configuration trains.
+pub struct Trainer {
+    pub vs: nn::VarStore,
+    model: Box<dyn Module>,
+    opt: nn::Optimizer,
+    pub spec: ModelSpec,
+}
+
+impl Trainer {
+    /// Build the model with weights drawn from `weights_seed` (the same seed
+    /// gives the same initial weights on every configuration).
+    pub fn new(
+        spec: ModelSpec,
+        optimizer: OptimizerSpec,
+        device: Device,
+        weights_seed: u64,
+    ) -> Result<Trainer, tch::TchError> {
+        tch::manual_seed(weights_seed as i64);
+        // Weights are drawn on the CPU (so they do not depend on the device's
+        // generator) and then moved.
+        let mut vs = nn::VarStore::new(Device::Cpu);
+        let model = build(&vs.root(), spec);
+        vs.set_device(device);
+        let opt = match optimizer {
+            OptimizerSpec::Adam { lr } => nn::Adam::default().build(&vs, lr)?,
+            OptimizerSpec::Sgd { lr } => nn::Sgd::default().build(&vs, lr)?,
+        };
+        Ok(Trainer {
+            vs,
+            model,
+            opt,
+            spec,
+        })
+    }
+
+    /// Number of trainable parameters.
+    pub fn parameter_count(&self) -> i64 {
+        self.vs
+            .trainable_variables()
+            .iter()
+            .map(Tensor::numel)
+            .sum::<usize>() as i64
+    }
+
+    /// One training step on device tensors: `zero_grad` (set to none, as
+    /// libtorch's default), forward, cross-entropy, backward, optimizer step.
+    /// Reads nothing back from the device.
+    pub fn step(&mut self, inputs: &Tensor, labels: &Tensor) -> Result<(), tch::TchError> {
+        self.opt.zero_grad();
+        let logits = self.model.forward(inputs);
+        let loss =
+            logits.f_cross_entropy_loss(labels, None::<Tensor>, tch::Reduction::Mean, -100, 0.0)?;
+        loss.f_backward()?;
+        self.opt.step();
+        Ok(())
+    }
+}
+
+fn build(p: &nn::Path, spec: ModelSpec) -> Box<dyn Module> {
+    let pad = nn::ConvConfig {
+        padding: 1,
+        ..Default::default()
+    };
+    match spec {
+        ModelSpec::FashionCnn => Box::new(
+            nn::seq()
+                .add(nn::conv2d(p / "conv1", 1, 16, 3, pad))
+                .add_fn(|x| x.relu().max_pool2d_default(2))
+                .add(nn::conv2d(p / "conv2", 16, 32, 3, pad))
+                .add_fn(|x| x.relu().max_pool2d_default(2).flatten(1, -1))
+                .add(nn::linear(p / "fc1", 1568, 64, Default::default()))
+                .add_fn(|x| x.relu())
+                .add(nn::linear(p / "fc2", 64, 10, Default::default())),
+        ),
+        ModelSpec::Linear { features, classes } => {
+            Box::new(nn::linear(p / "fc", features, classes, Default::default()))
+        }
+        ModelSpec::ImageCnn { classes, .. } => {
+            let s2 = nn::ConvConfig {
+                padding: 1,
+                stride: 2,
+                ..Default::default()
+            };
+            Box::new(
+                nn::seq()
+                    .add(nn::conv2d(p / "conv1", 3, 32, 3, s2))
+                    .add_fn(|x| x.relu())
+                    .add(nn::conv2d(p / "conv2", 32, 64, 3, s2))
+                    .add_fn(|x| x.relu())
+                    .add(nn::conv2d(p / "conv3", 64, 128, 3, s2))
+                    .add_fn(|x| x.relu())
+                    .add(nn::conv2d(p / "conv4", 128, 256, 3, s2))
+                    .add_fn(|x| x.relu().adaptive_avg_pool2d([1, 1]).flatten(1, -1))
+                    .add(nn::linear(p / "fc", 256, classes, Default::default())),
+            )
+        }
+    }
+}
+
+/// A synthetic batch of the model's input shape (for warm-up and probes).
+pub fn synthetic_batch(spec: ModelSpec, batch: i64, device: Device) -> (Tensor, Tensor) {
+    let mut shape = vec![batch];
+    shape.extend(spec.input_shape());
+    let x = Tensor::randn(&shape, (Kind::Float, device));
+    let y = Tensor::randint(spec.classes(), [batch], (Kind::Int64, device));
+    (x, y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fashion_cnn_has_the_seeds_parameter_count() {
+        let t = Trainer::new(
+            ModelSpec::FashionCnn,
+            OptimizerSpec::Adam { lr: 1e-3 },
+            Device::Cpu,
+            0,
+        )
+        .unwrap();
+        assert_eq!(t.parameter_count(), 105_866);
+    }
+
+    #[test]
+    fn same_seed_gives_same_weights_and_a_step_changes_them() {
+        let spec = ModelSpec::Linear {
+            features: 64,
+            classes: 4,
+        };
+        let mut a = Trainer::new(spec, spec.default_optimizer(), Device::Cpu, 3).unwrap();
+        let b = Trainer::new(spec, spec.default_optimizer(), Device::Cpu, 3).unwrap();
+        let before: Vec<Tensor> =
+            a.vs.trainable_variables()
+                .iter()
+                .map(|t| t.copy())
+                .collect();
+        let same = b.vs.trainable_variables();
+        for (x, y) in before.iter().zip(same.iter()) {
+            assert!(x.equal(y));
+        }
+        let (x, y) = synthetic_batch(spec, 8, Device::Cpu);
+        a.step(&x, &y).unwrap();
+        let after = a.vs.trainable_variables();
+        assert!(before.iter().zip(after.iter()).any(|(x, y)| !x.equal(y)));
+    }
+
+    #[test]
+    fn image_cnn_takes_its_input_size() {
+        let spec = ModelSpec::ImageCnn {
+            size: 64,
+            classes: 10,
+        };
+        let mut t = Trainer::new(spec, spec.default_optimizer(), Device::Cpu, 1).unwrap();
+        let (x, y) = synthetic_batch(spec, 2, Device::Cpu);
+        t.step(&x, &y).unwrap();
+        assert!(t.parameter_count() > 105_866);
+    }
+}
