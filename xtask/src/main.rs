@@ -1,20 +1,47 @@
 //! `cargo xtask <task>`: setup, test, demo, bench, schema.
+mod bench;
 mod cmd;
+mod demo;
 mod libtorch;
 mod setup;
+mod test;
+mod web;
 
 use anyhow::{Result, bail};
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask <task>
-  setup             install what the project needs (libtorch, wasm tooling, Chromium, Vulkan); quiet when present
-  test              setup, then fmt, clippy, tests, the wasm builds and the browser tests";
+  setup               install what is missing: libtorch 2.11.0 (CPU-loadable, cached), the wasm32 target,
+                      wasm-bindgen-cli 0.2.130, Debian's chromium, chromium-driver, mesa-vulkan-drivers, binaryen, g++
+  test                setup, then fmt, clippy, the tests, the wasm build of shared and the viewer's tests
+  demo [--no-serve] [RUN ARGS...]
+                      build the runner, `stallscope run --preset quickstart --device auto --out out/demo RUN ARGS`,
+                      export the site to out/demo/site and serve it (until Ctrl-C)
+  bench NAME          run a benchmark: overhead, loader or viewer
+  schema              regenerate fixtures/schema/bundle.schema.json from the bundle types";
 
-fn main() -> Result<()> {
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // `{:#}`: the message and its causes on one line, without a backtrace.
+            eprintln!("xtask: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let repo = repo_root();
+    let rest = args.get(1..).unwrap_or_default();
     match args.first().map(String::as_str) {
         Some("setup") => setup::run(&repo),
+        Some("test") => test::run(&repo),
+        Some("demo") => demo::run(&repo, rest),
+        Some("bench") => bench::run(rest),
+        Some("schema") => bench::schema(),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
             Ok(())

@@ -1,0 +1,62 @@
+//! `cargo xtask bench NAME` and `cargo xtask schema`: dispatch to the benches and the schema test.
+use crate::cmd::cargo;
+use crate::web;
+use anyhow::{Result, bail};
+
+/// Benchmarks by name and what each measures.
+pub(crate) const BENCHES: [(&str, &str); 3] = [
+    (
+        "overhead",
+        "the runner's own timing overhead (cargo bench -p stallscope --bench overhead)",
+    ),
+    (
+        "loader",
+        "the runner's data loader (cargo bench -p stallscope --bench loader)",
+    ),
+    ("viewer", "the viewer in a real browser"),
+];
+
+pub(crate) fn run(args: &[String]) -> Result<()> {
+    let Some(name) = args.first() else {
+        bail!("`cargo xtask bench` needs a benchmark name: {}", names());
+    };
+    match name.as_str() {
+        "overhead" | "loader" => {
+            let mut bench = cargo().args(["bench", "-p", "stallscope", "--bench", name]);
+            // Anything after the name goes to the bench binary.
+            if args.len() > 1 {
+                bench = bench.arg("--").args(&args[1..]);
+            }
+            bench.run()
+        }
+        "viewer" => web::bench(),
+        other => bail!(
+            "unknown benchmark `{other}`; the benchmarks are: {}",
+            names()
+        ),
+    }
+}
+
+fn names() -> String {
+    BENCHES
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Regenerates `fixtures/schema/bundle.schema.json` from the format's types.
+pub(crate) fn schema() -> Result<()> {
+    cargo()
+        .env("STALLSCOPE_BLESS", "1")
+        .args([
+            "test",
+            "-p",
+            "stallscope-bundle",
+            "--features",
+            "schema",
+            "--test",
+            "schema",
+        ])
+        .run()
+}

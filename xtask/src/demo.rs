@@ -1,0 +1,118 @@
+//! `cargo xtask demo`: build the runner, run the quickstart suite, export the site and serve it.
+use crate::cmd::{Cmd, cargo};
+use crate::setup;
+use anyhow::{Result, bail};
+use std::path::{Path, PathBuf};
+
+/// What `cargo xtask demo [--no-serve] [RUN ARGS...]` was asked for.
+#[derive(Debug, PartialEq)]
+pub(crate) struct DemoArgs {
+    /// Passed to `stallscope run` after the defaults.
+    run_args: Vec<String>,
+    /// Where `stallscope run` writes (its `--out`).
+    out: PathBuf,
+    serve: bool,
+}
+
+impl DemoArgs {
+    pub(crate) fn parse(args: &[String]) -> Result<Self> {
+        let mut run_args = Vec::new();
+        let mut out = None;
+        let mut serve = true;
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            if a == "--no-serve" {
+                serve = false;
+            } else if a == "--out" {
+                let Some(dir) = it.next() else {
+                    bail!("`--out` needs a folder after it");
+                };
+                out = Some(PathBuf::from(dir));
+            } else if let Some(dir) = a.strip_prefix("--out=") {
+                out = Some(PathBuf::from(dir));
+            } else {
+                run_args.push(a.clone());
+            }
+        }
+        Ok(Self {
+            run_args,
+            out: out.unwrap_or_else(|| PathBuf::from("out/demo")),
+            serve,
+        })
+    }
+}
+
+pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
+    let demo = DemoArgs::parse(args)?;
+    setup::run(repo)?;
+    cargo()
+        .args(["build", "--release", "-p", "stallscope"])
+        .run()?;
+    let exe = target_dir(repo).join("release").join("stallscope");
+    let out = repo.join(&demo.out);
+    // `run` prints the comparison table of each experiment and the bundle's path.
+    Cmd::new(&exe)
+        .args(["run", "--preset", "quickstart", "--device", "auto", "--out"])
+        .arg(&out)
+        .args(&demo.run_args)
+        .run()?;
+    let bundle = out.join("bundle.json");
+    if !bundle.is_file() {
+        bail!(
+            "`stallscope run` finished but {} is not there",
+            bundle.display()
+        );
+    }
+    let site = out.join("site");
+    Cmd::new(&exe)
+        .arg("site")
+        .arg(&bundle)
+        .arg("--out")
+        .arg(&site)
+        .run()?;
+    if demo.serve {
+        // Prints the URL and serves until Ctrl-C.
+        Cmd::new(&exe).arg("serve").arg(&site).run()?;
+    } else {
+        println!(
+            "demo: the site is in {} (`--no-serve` given)",
+            site.display()
+        );
+    }
+    Ok(())
+}
+
+/// Cargo's target folder: `$CARGO_TARGET_DIR` or `target/` in the workspace.
+pub(crate) fn target_dir(repo: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => repo.join(dir),
+        _ => repo.join("target"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> DemoArgs {
+        DemoArgs::parse(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn extra_args_go_to_run_and_no_serve_is_ours() {
+        let d = parse(&["--quick", "--no-serve", "--device", "cpu"]);
+        assert_eq!(d.run_args, ["--quick", "--device", "cpu"]);
+        assert!(!d.serve);
+        assert_eq!(d.out, PathBuf::from("out/demo"));
+        assert!(parse(&[]).serve);
+    }
+
+    #[test]
+    fn out_is_taken_in_both_spellings() {
+        assert_eq!(parse(&["--out", "x/y"]).out, PathBuf::from("x/y"));
+        assert_eq!(parse(&["--out=z", "--quick"]).out, PathBuf::from("z"));
+        assert_eq!(parse(&["--out=z", "--quick"]).run_args, ["--quick"]);
+        let err = DemoArgs::parse(&["--out".to_string()]).unwrap_err();
+        assert!(err.to_string().contains("needs a folder"));
+    }
+}

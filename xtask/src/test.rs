@@ -1,0 +1,98 @@
+//! `cargo xtask test`: setup, then every check as a timed stage; stops at the first that fails.
+use crate::cmd::cargo;
+use crate::{setup, web};
+use anyhow::{Result, bail};
+use std::path::Path;
+use std::time::Instant;
+
+/// One stage: a name for the header and the work.
+struct Stage<'a> {
+    name: &'static str,
+    what: &'static str,
+    run: Box<dyn Fn() -> Result<()> + 'a>,
+}
+
+/// The stages in order. Plain `cargo clippy`/`cargo test` (no `--workspace`) cover the
+/// default members (shared, runner, xtask); `web` builds only for wasm32, in `web::test`.
+fn stages(repo: &Path) -> Vec<Stage<'_>> {
+    vec![
+        Stage {
+            name: "setup",
+            what: "cargo xtask setup",
+            run: Box::new(move || setup::run(repo)),
+        },
+        Stage {
+            name: "fmt",
+            what: "formatting of every crate",
+            run: Box::new(|| cargo().args(["fmt", "--all", "--", "--check"]).run()),
+        },
+        Stage {
+            name: "clippy",
+            what: "lints of the native crates, warnings denied",
+            run: Box::new(|| {
+                cargo()
+                    .args(["clippy", "--all-targets", "--", "-D", "warnings"])
+                    .run()
+            }),
+        },
+        Stage {
+            name: "tests",
+            what: "unit and integration tests of the native crates",
+            run: Box::new(|| cargo().arg("test").run()),
+        },
+        Stage {
+            name: "wasm-shared",
+            what: "the bundle format builds for the browser",
+            run: Box::new(|| {
+                cargo()
+                    .args([
+                        "build",
+                        "-p",
+                        "stallscope-bundle",
+                        "--target",
+                        "wasm32-unknown-unknown",
+                    ])
+                    .run()
+            }),
+        },
+        Stage {
+            name: "viewer",
+            what: "the viewer's wasm build and browser tests",
+            run: Box::new(web::test),
+        },
+    ]
+}
+
+pub(crate) fn run(repo: &Path) -> Result<()> {
+    let all = stages(repo);
+    let total = all.len();
+    let start = Instant::now();
+    let mut passed = 0;
+    for (i, stage) in all.iter().enumerate() {
+        println!("\n==> [{}/{total}] {}: {}", i + 1, stage.name, stage.what);
+        let t = Instant::now();
+        let result = (stage.run)();
+        let secs = t.elapsed().as_secs_f64();
+        match result {
+            Ok(()) => {
+                passed += 1;
+                println!("<== {} passed in {secs:.1} s", stage.name);
+            }
+            Err(e) => {
+                println!("<== {} FAILED after {secs:.1} s: {e:#}", stage.name);
+                println!(
+                    "\nxtask test: {passed} stages passed, 1 failed ({}), {} not run; {:.0} s",
+                    stage.name,
+                    total - passed - 1,
+                    start.elapsed().as_secs_f64()
+                );
+                bail!("stage `{}` failed", stage.name);
+            }
+        }
+    }
+    println!(
+        "\nxtask test: {passed} stages passed, 0 failed; {:.0} s",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
