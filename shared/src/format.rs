@@ -384,6 +384,10 @@ format_type! {
         pub samples_per_s: Option<f64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub steps: Option<u64>,
+        /// Mean wall seconds per step without barriers (seconds ÷ steps).
+        /// Published tables give it rounded; a reader derives it when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub step_s: Option<f64>,
         /// Bytes moved (transfer experiments); bytes / seconds is the bandwidth.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub bytes: Option<u64>,

@@ -9,6 +9,8 @@
 pub mod analysis;
 pub mod format;
 pub mod read;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod validate;
 
 pub use format::*;

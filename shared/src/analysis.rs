@@ -1,1 +1,0 @@
-//! Analysis shared by the CLI and the browser.

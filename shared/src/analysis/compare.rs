@@ -1,0 +1,384 @@
+//! Two bundles side by side: experiments matched by id, configurations by id,
+//! whole-run throughput compared (never a diagnostic figure against a
+//! whole-run one), regressions beyond a threshold, and the differences of
+//! machine and settings listed.
+
+use crate::analysis::metric::*;
+use crate::analysis::summary::Summary;
+use crate::format::*;
+
+/// How a configuration moved from BASE to NEW.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Faster beyond the threshold.
+    Faster,
+    /// Within the threshold either way.
+    Same,
+    /// Slower beyond the threshold: a regression.
+    Slower,
+    /// Within the noise of either side (spread over 10%) — shown as `~`.
+    Noise,
+}
+
+/// One configuration present in either bundle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareRow {
+    pub config_id: String,
+    pub label: String,
+    pub base: Option<Summary>,
+    pub new: Option<Summary>,
+    /// new ÷ base of the medians.
+    pub ratio: Option<f64>,
+    pub change: Option<Change>,
+    /// Why a side is missing or not comparable.
+    pub note: Option<String>,
+}
+
+/// One experiment present in either bundle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentComparison {
+    pub experiment_id: String,
+    pub title: String,
+    pub metric: Metric,
+    pub phase: Option<Phase>,
+    pub rows: Vec<CompareRow>,
+    /// Why the experiment as a whole could not be compared.
+    pub note: Option<String>,
+    /// Settings that differ between the two (name, base, new).
+    pub setting_differences: Vec<Difference>,
+}
+
+/// A field that differs between two bundles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    pub field: String,
+    pub base: String,
+    pub new: String,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BundleComparison {
+    pub threshold_percent: f64,
+    pub experiments: Vec<ExperimentComparison>,
+    /// Machine and software differences.
+    pub environment_differences: Vec<Difference>,
+}
+
+impl BundleComparison {
+    /// Rows slower than BASE beyond the threshold (the CI gate).
+    pub fn regressions(&self) -> Vec<(&ExperimentComparison, &CompareRow)> {
+        self.experiments
+            .iter()
+            .flat_map(|e| e.rows.iter().map(move |r| (e, r)))
+            .filter(|(_, r)| r.change == Some(Change::Slower))
+            .collect()
+    }
+}
+
+/// Compare NEW against BASE; `threshold_percent` of whole-run throughput.
+pub fn compare_bundles(base: &Bundle, new: &Bundle, threshold_percent: f64) -> BundleComparison {
+    let mut experiments = Vec::new();
+    let mut ids: Vec<&str> = base.experiments.iter().map(|e| e.id.as_str()).collect();
+    for e in &new.experiments {
+        if !ids.contains(&e.id.as_str()) {
+            ids.push(&e.id);
+        }
+    }
+    for id in ids {
+        experiments.push(compare_experiment(
+            base.experiment(id),
+            new.experiment(id),
+            threshold_percent,
+        ));
+    }
+    BundleComparison {
+        threshold_percent,
+        experiments,
+        environment_differences: environment_differences(base, new),
+    }
+}
+
+fn compare_experiment(
+    base: Option<&Experiment>,
+    new: Option<&Experiment>,
+    threshold: f64,
+) -> ExperimentComparison {
+    let any = base.or(new).expect("one side exists");
+    let metric = throughput_metric(any);
+    let mut out = ExperimentComparison {
+        experiment_id: any.id.clone(),
+        title: any.title.clone(),
+        metric,
+        phase: None,
+        rows: Vec::new(),
+        note: None,
+        setting_differences: Vec::new(),
+    };
+    let (Some(b), Some(n)) = (base, new) else {
+        out.note = Some(format!(
+            "only in {}",
+            if base.is_some() { "BASE" } else { "NEW" }
+        ));
+        return out;
+    };
+    if let Some(reason) = b.not_applicable.as_ref().or(n.not_applicable.as_ref()) {
+        out.note = Some(format!("not applicable: {reason}"));
+        return out;
+    }
+    out.setting_differences = map_differences(&b.settings, &n.settings);
+    // The phase both sides have whole-run figures for: steady first.
+    let has =
+        |e: &Experiment, p: Phase| has_metric(e, MetricKey::new(metric, TimingMode::WholeRun, p));
+    let phase = [Phase::Steady, Phase::Cold]
+        .into_iter()
+        .find(|p| has(b, *p) && has(n, *p));
+    out.phase = phase;
+    let Some(phase) = phase else {
+        out.note = Some(not_comparable_note(b, n, metric));
+        return out;
+    };
+    let key = MetricKey::new(metric, TimingMode::WholeRun, phase);
+    let mut config_ids: Vec<&str> = b.configurations.iter().map(|c| c.id.as_str()).collect();
+    for c in &n.configurations {
+        if !config_ids.contains(&c.id.as_str()) {
+            config_ids.push(&c.id);
+        }
+    }
+    for cid in config_ids {
+        let bc = b.configuration(cid);
+        let nc = n.configuration(cid);
+        let label = bc.or(nc).map(|c| c.label.clone()).unwrap_or_default();
+        let bs = bc.and_then(|c| metric_summary(c, key));
+        let ns = nc.and_then(|c| metric_summary(c, key));
+        let mut row = CompareRow {
+            config_id: cid.to_string(),
+            label,
+            base: bs,
+            new: ns,
+            ratio: None,
+            change: None,
+            note: None,
+        };
+        match (bs, ns) {
+            (Some(bs), Some(ns)) => {
+                let ratio = ns.median / bs.median;
+                row.ratio = Some(ratio);
+                let t = threshold / 100.0;
+                let higher = metric.higher_is_better();
+                let worse = if higher {
+                    ratio < 1.0 - t
+                } else {
+                    ratio > 1.0 + t
+                };
+                let better = if higher {
+                    ratio > 1.0 + t
+                } else {
+                    ratio < 1.0 - t
+                };
+                row.change = Some(if worse {
+                    Change::Slower
+                } else if better {
+                    Change::Faster
+                } else if bs.noisy || ns.noisy {
+                    Change::Noise
+                } else {
+                    Change::Same
+                });
+            }
+            _ => {
+                row.note = Some(side_note(bc, nc, key));
+            }
+        }
+        out.rows.push(row);
+    }
+    out
+}
+
+fn side_note(bc: Option<&Configuration>, nc: Option<&Configuration>, key: MetricKey) -> String {
+    let describe = |c: Option<&Configuration>, side: &str| -> Option<String> {
+        let c = match c {
+            None => return Some(format!("{side} has no such configuration")),
+            Some(c) => c,
+        };
+        if let Some(f) = &c.failure
+            && metric_values(c, key).is_empty()
+        {
+            return Some(format!(
+                "{side}: {}",
+                crate::analysis::table::failure_text(f)
+            ));
+        }
+        if metric_values(c, key).is_empty() {
+            let diag = MetricKey {
+                mode: TimingMode::Diagnostic,
+                ..key
+            };
+            if !metric_values(c, diag).is_empty() {
+                let reason = key
+                    .comparable_with(&diag)
+                    .err()
+                    .map(|e| e.reason)
+                    .unwrap_or_default();
+                return Some(format!("{side} has only diagnostic runs here; {reason}"));
+            }
+            return Some(format!(
+                "{side} has no whole-run {} figure",
+                key.phase.as_str()
+            ));
+        }
+        None
+    };
+    [describe(bc, "BASE"), describe(nc, "NEW")]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn not_comparable_note(b: &Experiment, n: &Experiment, metric: Metric) -> String {
+    let whole = |e: &Experiment| {
+        [Phase::Steady, Phase::Cold]
+            .into_iter()
+            .any(|p| has_metric(e, MetricKey::new(metric, TimingMode::WholeRun, p)))
+    };
+    let diag = |e: &Experiment| {
+        [Phase::Steady, Phase::Cold]
+            .into_iter()
+            .any(|p| has_metric(e, MetricKey::new(metric, TimingMode::Diagnostic, p)))
+    };
+    if whole(b) != whole(n) && (diag(b) || diag(n)) {
+        let a = MetricKey::new(metric, TimingMode::WholeRun, Phase::Steady);
+        let d = MetricKey::new(metric, TimingMode::Diagnostic, Phase::Steady);
+        return format!(
+            "refused: one side has only diagnostic figures; {}",
+            a.comparable_with(&d)
+                .err()
+                .map(|e| e.reason)
+                .unwrap_or_default()
+        );
+    }
+    if whole(b) && whole(n) {
+        return "the two sides have whole-run figures of different phases (one cold only, one steady only); a first epoch is not compared with a steady one".into();
+    }
+    "no whole-run figures on one side".into()
+}
+
+fn map_differences(
+    a: &std::collections::BTreeMap<String, ParamValue>,
+    b: &std::collections::BTreeMap<String, ParamValue>,
+) -> Vec<Difference> {
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|k| {
+            let x = a
+                .get(k)
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "—".into());
+            let y = b
+                .get(k)
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "—".into());
+            (x != y).then(|| Difference {
+                field: k.clone(),
+                base: x,
+                new: y,
+            })
+        })
+        .collect()
+}
+
+fn provenance_text(b: &Bundle) -> String {
+    match &b.provenance {
+        Provenance::Measured => "measured".into(),
+        Provenance::Published { citation, .. } => format!("published: {}", citation.title),
+    }
+}
+
+/// Machine and software fields that differ between two bundles.
+pub fn environment_differences(base: &Bundle, new: &Bundle) -> Vec<Difference> {
+    let fields = |b: &Bundle| -> Vec<(&'static str, String)> {
+        let e = &b.environment;
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "—".into());
+        vec![
+            ("provenance", provenance_text(b)),
+            (
+                "device",
+                opt(e
+                    .device
+                    .as_ref()
+                    .map(|d| format!("{} ({})", d.name, d.kind.as_str()))),
+            ),
+            (
+                "device memory",
+                opt(e
+                    .device
+                    .as_ref()
+                    .and_then(|d| d.memory_total_bytes)
+                    .map(|m| crate::analysis::units::show_bytes(m as f64))),
+            ),
+            (
+                "driver",
+                opt(e.device.as_ref().and_then(|d| d.driver.clone())),
+            ),
+            (
+                "CUDA runtime",
+                opt(e.device.as_ref().and_then(|d| d.cuda_runtime.clone())),
+            ),
+            (
+                "CPU",
+                opt(e.host.as_ref().and_then(|h| h.cpu_model.clone())),
+            ),
+            (
+                "logical cores",
+                opt(e
+                    .host
+                    .as_ref()
+                    .and_then(|h| h.logical_cores)
+                    .map(|c| c.to_string())),
+            ),
+            ("OS", opt(e.host.as_ref().and_then(|h| h.os.clone()))),
+            (
+                "libtorch",
+                opt(e.libtorch.as_ref().map(|l| l.version.clone())),
+            ),
+            (
+                "precision",
+                opt(e.precision.as_ref().map(|p| {
+                    format!(
+                        "{} (TF32 matmul {}, cuDNN {})",
+                        p.dtype, p.tf32_matmul, p.tf32_cudnn
+                    )
+                })),
+            ),
+            (
+                "torch threads",
+                opt(e
+                    .threads
+                    .as_ref()
+                    .and_then(|t| t.torch_intra_op)
+                    .map(|t| t.to_string())),
+            ),
+            (
+                "runner",
+                opt(e
+                    .runner
+                    .as_ref()
+                    .map(|r| format!("{} {}", r.name, r.version))),
+            ),
+        ]
+    };
+    let a = fields(base);
+    let b = fields(new);
+    a.into_iter()
+        .zip(b)
+        .filter(|(x, y)| x.1 != y.1)
+        .map(|(x, y)| Difference {
+            field: x.0.to_string(),
+            base: x.1,
+            new: y.1,
+        })
+        .collect()
+}

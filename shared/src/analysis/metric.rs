@@ -1,0 +1,408 @@
+//! Metrics: what can be read off a configuration's runs, keyed by timing mode
+//! and phase so a diagnostic figure is never taken for a whole-run one.
+
+use crate::analysis::summary::Summary;
+use crate::format::{Configuration, Experiment, Phase, Run, StageStat, TimingMode};
+
+/// What kind of quantity a metric is (drives units and formatting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Quantity {
+    /// Seconds.
+    Duration,
+    /// Samples per second.
+    Rate,
+    /// Bytes per second.
+    Bandwidth,
+    /// Bytes.
+    Bytes,
+    /// A share, 0..=1.
+    Share,
+    /// A plain count.
+    Count,
+}
+
+/// A metric of one configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Metric {
+    /// Samples per second: whole-run is performance; diagnostic is not.
+    SamplesPerS,
+    /// Epoch wall seconds.
+    EpochS,
+    /// Bytes per second moved (transfer experiments).
+    BytesPerS,
+    /// Optimizer steps in the epoch.
+    Steps,
+    /// Whole-run mean step time (seconds ÷ steps): no barriers inside.
+    StepTimeS,
+    NextWaitMeanS,
+    NextWaitMedianS,
+    NextWaitP95S,
+    TransferMeanS,
+    TransferMedianS,
+    ComputeMeanS,
+    ComputeMedianS,
+    StepMeanS,
+    StepMedianS,
+    StepP95S,
+    /// The first `next()` wait, apart from the mean.
+    FirstNextWaitS,
+    IteratorCreationS,
+    /// Share of the step spent waiting for the next batch (diagnostic).
+    WaitShare,
+    TimeToFirstBatchS,
+    /// Share of the consumer's gets that found a batch ready.
+    Readiness,
+    PeakAllocatedBytes,
+    PeakReservedBytes,
+    HostPeakRssBytes,
+    DeviceUsedBytes,
+}
+
+/// How repeated values of a metric are combined into one figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregate {
+    Median,
+    /// Peaks: the largest of the runs.
+    Max,
+}
+
+/// A metric read from runs of one timing mode and one phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MetricKey {
+    pub metric: Metric,
+    pub mode: TimingMode,
+    pub phase: Phase,
+}
+
+impl MetricKey {
+    pub fn new(metric: Metric, mode: TimingMode, phase: Phase) -> Self {
+        MetricKey {
+            metric,
+            mode,
+            phase,
+        }
+    }
+
+    /// Short column heading, with the mode and phase made explicit.
+    pub fn heading(&self) -> String {
+        let mode = match (self.metric.is_memory(), self.mode) {
+            (true, _) => "",
+            (false, TimingMode::WholeRun) => " (whole-run",
+            (false, TimingMode::Diagnostic) => " (diagnostic",
+        };
+        if mode.is_empty() {
+            self.metric.label().to_string()
+        } else {
+            format!("{}{}, {})", self.metric.label(), mode, self.phase.as_str())
+        }
+    }
+
+    /// Refuse to compare figures of different timing modes.
+    pub fn comparable_with(&self, other: &MetricKey) -> Result<(), NotComparable> {
+        if self.metric != other.metric {
+            return Err(NotComparable {
+                reason: format!(
+                    "{} and {} are different metrics",
+                    self.metric.label(),
+                    other.metric.label()
+                ),
+            });
+        }
+        if self.mode != other.mode && !self.metric.is_memory() {
+            return Err(NotComparable {
+                reason: format!(
+                    "a {} figure is not comparable with a {} one: the diagnostic run synchronizes at every stage boundary, which removes the overlap of loading, copying and computing that the whole run has, so its {} measures a different thing",
+                    self.mode.as_str(),
+                    other.mode.as_str(),
+                    self.metric.label()
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Why two figures must not be put side by side.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not comparable: {reason}")]
+pub struct NotComparable {
+    pub reason: String,
+}
+
+impl Metric {
+    pub fn label(self) -> &'static str {
+        use Metric::*;
+        match self {
+            SamplesPerS => "samples/s",
+            EpochS => "epoch",
+            BytesPerS => "bandwidth",
+            Steps => "steps",
+            StepTimeS => "step time",
+            NextWaitMeanS => "next-wait mean",
+            NextWaitMedianS => "next-wait median",
+            NextWaitP95S => "next-wait p95",
+            TransferMeanS => "transfer mean",
+            TransferMedianS => "transfer median",
+            ComputeMeanS => "compute mean",
+            ComputeMedianS => "compute median",
+            StepMeanS => "step mean",
+            StepMedianS => "step median",
+            StepP95S => "step p95",
+            FirstNextWaitS => "first next-wait",
+            IteratorCreationS => "iterator creation",
+            WaitShare => "wait share",
+            TimeToFirstBatchS => "time to first batch",
+            Readiness => "data readiness",
+            PeakAllocatedBytes => "peak allocated",
+            PeakReservedBytes => "peak reserved",
+            HostPeakRssBytes => "host peak RSS",
+            DeviceUsedBytes => "device used",
+        }
+    }
+
+    /// A short explanation for people, shown next to the figure.
+    pub fn explanation(self) -> &'static str {
+        use Metric::*;
+        match self {
+            SamplesPerS => {
+                "Samples processed per second over the epoch. Whole-run: synchronized only before and after the epoch — this is performance. Diagnostic: barriers at every stage remove overlap — never compare it with whole-run."
+            }
+            EpochS => {
+                "Wall seconds of one epoch, from iterator creation to the last optimizer step, synchronized before and after."
+            }
+            BytesPerS => "Bytes copied per second (host to device), over the timed copies.",
+            Steps => {
+                "Optimizer steps in the epoch: fewer, larger steps as the batch grows; not the same optimisation."
+            }
+            StepTimeS => {
+                "Epoch seconds ÷ steps of the whole run: the average time one step really took with loading, copying and computing overlapping as they do in training."
+            }
+            NextWaitMeanS | NextWaitMedianS | NextWaitP95S => {
+                "Time the training loop waited in next() for a batch, per step (diagnostic, the first step excluded). It is the wait, not the cost of preparing a batch: workers ahead of the loop hide that cost."
+            }
+            TransferMeanS | TransferMedianS => {
+                "Host-to-device copy time per step, synchronized after the copy (diagnostic)."
+            }
+            ComputeMeanS | ComputeMedianS => {
+                "Forward, loss, backward and optimizer step per step, synchronized after (diagnostic)."
+            }
+            StepMeanS | StepMedianS | StepP95S => {
+                "Next-wait + transfer + compute of one step with a barrier between each (diagnostic); the sum is not the whole-run step time."
+            }
+            FirstNextWaitS => {
+                "The first next() wait of the epoch: worker start-up and first reads, reported apart from the mean."
+            }
+            IteratorCreationS => {
+                "Time to create the loader's iterator (starting workers when they are not persistent)."
+            }
+            WaitShare => {
+                "Share of each synchronized step spent waiting for the next batch (diagnostic): where the loop waits, not how fast it is."
+            }
+            TimeToFirstBatchS => {
+                "From iterator creation until the first batch reached the training loop."
+            }
+            Readiness => {
+                "Share of the loop's gets that found a batch already waiting (SPDL's data readiness): 100% means the feed kept ahead."
+            }
+            PeakAllocatedBytes => {
+                "The caching allocator's peak of memory handed to tensors (device)."
+            }
+            PeakReservedBytes => {
+                "The caching allocator's peak of memory held from the driver, allocated or not (device)."
+            }
+            HostPeakRssBytes => {
+                "Peak resident memory of the runner process on the host (all workers' shared batches included when threads)."
+            }
+            DeviceUsedBytes => {
+                "The device's own view of used memory (total − free), all processes."
+            }
+        }
+    }
+
+    pub fn quantity(self) -> Quantity {
+        use Metric::*;
+        match self {
+            SamplesPerS => Quantity::Rate,
+            BytesPerS => Quantity::Bandwidth,
+            Steps => Quantity::Count,
+            WaitShare | Readiness => Quantity::Share,
+            PeakAllocatedBytes | PeakReservedBytes | HostPeakRssBytes | DeviceUsedBytes => {
+                Quantity::Bytes
+            }
+            _ => Quantity::Duration,
+        }
+    }
+
+    /// Whether the best cell of a column is marked (not for plain counts).
+    pub fn ranked(self) -> bool {
+        self.quantity() != Quantity::Count
+    }
+
+    pub fn higher_is_better(self) -> bool {
+        matches!(
+            self,
+            Metric::SamplesPerS | Metric::BytesPerS | Metric::Readiness
+        )
+    }
+
+    /// Whether lower/higher is a judgement at all (steps and memory are costs
+    /// but not "worse" in a ranking of speed; memory is still marked lowest).
+    pub fn is_memory(self) -> bool {
+        self.quantity() == Quantity::Bytes
+    }
+
+    pub fn aggregate(self) -> Aggregate {
+        if self.is_memory() {
+            Aggregate::Max
+        } else {
+            Aggregate::Median
+        }
+    }
+
+    /// The timing mode a metric exists in (`None`: either, e.g. memory).
+    pub fn native_mode(self) -> Option<TimingMode> {
+        use Metric::*;
+        match self {
+            SamplesPerS | EpochS | BytesPerS | Steps | StepTimeS => None,
+            PeakAllocatedBytes | PeakReservedBytes | HostPeakRssBytes | DeviceUsedBytes => None,
+            TimeToFirstBatchS | Readiness => None,
+            _ => Some(TimingMode::Diagnostic),
+        }
+    }
+
+    /// Read the metric off one run (already filtered by mode and phase).
+    pub fn of_run(self, r: &Run) -> Option<f64> {
+        use Metric::*;
+        let stat = |s: &Option<StageStat>, f: fn(&StageStat) -> Option<f64>| s.as_ref().and_then(f);
+        let d = r.diagnostic.as_ref();
+        let w = r.whole_run.as_ref();
+        match self {
+            SamplesPerS => match r.timing_mode {
+                TimingMode::WholeRun => w?.samples_per_s,
+                TimingMode::Diagnostic => {
+                    let d = d?;
+                    Some(d.samples? as f64 / d.seconds.filter(|s| *s > 0.0)?)
+                }
+            },
+            EpochS => match r.timing_mode {
+                TimingMode::WholeRun => w?.seconds,
+                TimingMode::Diagnostic => d?.seconds,
+            },
+            BytesPerS => match r.timing_mode {
+                TimingMode::WholeRun => Some(w?.bytes? as f64 / w?.seconds.filter(|s| *s > 0.0)?),
+                TimingMode::Diagnostic => Some(d?.bytes? as f64 / d?.seconds.filter(|s| *s > 0.0)?),
+            },
+            Steps => match r.timing_mode {
+                TimingMode::WholeRun => w?.steps.map(|s| s as f64),
+                TimingMode::Diagnostic => d?.steps.map(|s| s as f64),
+            },
+            StepTimeS => match r.timing_mode {
+                TimingMode::WholeRun => {
+                    let w = w?;
+                    w.step_s
+                        .or_else(|| Some(w.seconds? / w.steps.filter(|n| *n > 0)? as f64))
+                }
+                TimingMode::Diagnostic => None,
+            },
+            NextWaitMeanS => stat(&d?.next_wait, |s| s.mean_s),
+            NextWaitMedianS => stat(&d?.next_wait, |s| s.median_s),
+            NextWaitP95S => stat(&d?.next_wait, |s| s.p95_s),
+            TransferMeanS => stat(&d?.transfer, |s| s.mean_s),
+            TransferMedianS => stat(&d?.transfer, |s| s.median_s),
+            ComputeMeanS => stat(&d?.compute, |s| s.mean_s),
+            ComputeMedianS => stat(&d?.compute, |s| s.median_s),
+            StepMeanS => stat(&d?.step, |s| s.mean_s),
+            StepMedianS => stat(&d?.step, |s| s.median_s),
+            StepP95S => stat(&d?.step, |s| s.p95_s),
+            FirstNextWaitS => d?.first_next_wait_s,
+            IteratorCreationS => d?.iterator_creation_s,
+            WaitShare => {
+                let d = d?;
+                let wait = d.next_wait.as_ref()?.mean_s?;
+                let step = match d.step.as_ref().and_then(|s| s.mean_s) {
+                    Some(s) => s,
+                    None => wait + d.transfer.as_ref()?.mean_s? + d.compute.as_ref()?.mean_s?,
+                };
+                (step > 0.0).then(|| wait / step)
+            }
+            TimeToFirstBatchS => r.loader.as_ref()?.time_to_first_batch_s,
+            Readiness => {
+                let q = r.loader.as_ref()?.queues.last()?;
+                Some(q.readiness)
+            }
+            PeakAllocatedBytes => r
+                .memory
+                .as_ref()?
+                .device_peak_allocated_bytes
+                .map(|b| b as f64),
+            PeakReservedBytes => r
+                .memory
+                .as_ref()?
+                .device_peak_reserved_bytes
+                .map(|b| b as f64),
+            HostPeakRssBytes => r.memory.as_ref()?.host_peak_rss_bytes.map(|b| b as f64),
+            DeviceUsedBytes => r.memory.as_ref()?.device_used_bytes.map(|b| b as f64),
+        }
+    }
+}
+
+/// The runs of a configuration that a key reads. Memory metrics read every
+/// run of the phase whatever its mode (a peak is a peak); every other metric
+/// reads only runs of its own timing mode.
+pub fn runs_for<'a>(c: &'a Configuration, key: MetricKey) -> impl Iterator<Item = &'a Run> + 'a {
+    c.runs.iter().filter(move |r| {
+        r.phase == key.phase && (key.metric.is_memory() || r.timing_mode == key.mode)
+    })
+}
+
+/// Every value of a metric across a configuration's matching runs.
+pub fn metric_values(c: &Configuration, key: MetricKey) -> Vec<f64> {
+    runs_for(c, key)
+        .filter_map(|r| key.metric.of_run(r))
+        .collect()
+}
+
+/// Summary of a metric over a configuration's matching runs.
+pub fn metric_summary(c: &Configuration, key: MetricKey) -> Option<Summary> {
+    Summary::of(&metric_values(c, key))
+}
+
+/// The single figure a metric gives for a configuration (median, or max for peaks).
+pub fn metric_value(c: &Configuration, key: MetricKey) -> Option<f64> {
+    let s = metric_summary(c, key)?;
+    Some(match key.metric.aggregate() {
+        Aggregate::Median => s.median,
+        Aggregate::Max => s.max,
+    })
+}
+
+/// The phase whole-run figures are read from: steady epochs when the
+/// experiment has any, else the cold first epoch.
+pub fn preferred_phase(e: &Experiment) -> Phase {
+    let has_steady = e
+        .configurations
+        .iter()
+        .flat_map(|c| &c.runs)
+        .any(|r| r.phase == Phase::Steady);
+    if has_steady {
+        Phase::Steady
+    } else {
+        Phase::Cold
+    }
+}
+
+/// The main throughput metric of an experiment (bandwidth for transfers).
+pub fn throughput_metric(e: &Experiment) -> Metric {
+    if e.kind == crate::format::ExperimentKind::Transfer {
+        Metric::BytesPerS
+    } else {
+        Metric::SamplesPerS
+    }
+}
+
+/// Whether any configuration has a value for the key.
+pub fn has_metric(e: &Experiment, key: MetricKey) -> bool {
+    e.configurations
+        .iter()
+        .any(|c| !metric_values(c, key).is_empty())
+}

@@ -1,0 +1,18 @@
+//! Analysis shared by the CLI and the browser: summaries over repeats, metric
+//! extraction keyed by timing mode and phase (so the two modes are never
+//! mixed), comparison tables, sweet spots, stall attribution, verdicts and
+//! the OOM plausibility check.
+
+mod compare;
+mod metric;
+mod summary;
+mod table;
+mod units;
+mod verdict;
+
+pub use compare::*;
+pub use metric::*;
+pub use summary::*;
+pub use table::*;
+pub use units::*;
+pub use verdict::*;

@@ -1,0 +1,442 @@
+//! The comparison table of one experiment, in the manner of
+//! `torch.utils.benchmark.Compare`: configurations as rows, one metric (and
+//! one unit) per column, the best cell marked, every other cell as a ratio to
+//! a baseline the reader picks, median with min–max, and noise flags.
+
+use crate::analysis::metric::*;
+use crate::analysis::summary::Summary;
+use crate::analysis::units::Unit;
+use crate::format::{Experiment, ExperimentKind, Failure, Phase, TimingMode};
+
+/// One column: a metric of one mode and phase, with its unit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    pub key: MetricKey,
+    pub heading: String,
+    pub unit: Unit,
+    pub higher_is_better: bool,
+    pub explanation: &'static str,
+}
+
+/// How close a cell is to the best of its column (Compare's colours).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closeness {
+    /// Within 1.01× of the best (the best included).
+    Best,
+    /// Within 1.1×.
+    Near,
+    Middle,
+    /// 2× or more off the best.
+    Far,
+    /// 5× or more off the best.
+    VeryFar,
+}
+
+/// One cell: a summary of repeated runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub summary: Summary,
+    /// The figure shown (median, or max for peaks).
+    pub value: f64,
+    /// value ÷ the baseline row's value, when the baseline has one.
+    pub ratio_to_baseline: Option<f64>,
+    /// The best value of the column (exactly).
+    pub best: bool,
+    pub closeness: Closeness,
+}
+
+/// One configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub config_id: String,
+    pub label: String,
+    /// The swept parameters' values, in `swept` order.
+    pub params: Vec<(String, String)>,
+    /// The failure recorded for the configuration, as text.
+    pub failure: Option<String>,
+    pub cells: Vec<Option<Cell>>,
+}
+
+/// The table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComparisonTable {
+    pub experiment_id: String,
+    pub title: String,
+    pub phase: Phase,
+    pub baseline: Option<String>,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Row>,
+}
+
+/// Options of [`comparison_table`].
+#[derive(Debug, Clone, Default)]
+pub struct TableOptions {
+    /// Baseline configuration id; default: the experiment's, else the first row.
+    pub baseline: Option<String>,
+    /// Phase of the timing columns; default: [`preferred_phase`].
+    pub phase: Option<Phase>,
+    /// Explicit columns; default: [`default_columns`].
+    pub columns: Option<Vec<MetricKey>>,
+}
+
+/// The columns an experiment's table shows by default (only those with data).
+pub fn default_columns(e: &Experiment, phase: Phase) -> Vec<MetricKey> {
+    use Metric::*;
+    let w = |m| MetricKey::new(m, TimingMode::WholeRun, phase);
+    let d = |m| MetricKey::new(m, TimingMode::Diagnostic, phase);
+    let cold = |m| MetricKey::new(m, TimingMode::WholeRun, Phase::Cold);
+    let mem = |m| MetricKey::new(m, TimingMode::WholeRun, phase);
+    let mut keys = match e.kind {
+        ExperimentKind::BatchSweep => vec![
+            w(SamplesPerS),
+            w(EpochS),
+            cold(EpochS),
+            w(StepTimeS),
+            d(StepMedianS),
+            w(Steps),
+            mem(PeakAllocatedBytes),
+            mem(PeakReservedBytes),
+            mem(HostPeakRssBytes),
+        ],
+        ExperimentKind::Compute => vec![
+            w(SamplesPerS),
+            w(EpochS),
+            d(ComputeMedianS),
+            mem(PeakAllocatedBytes),
+            mem(HostPeakRssBytes),
+        ],
+        ExperimentKind::Transfer => vec![w(BytesPerS), d(TransferMedianS), d(BytesPerS)],
+        ExperimentKind::Loader => vec![
+            w(SamplesPerS),
+            w(EpochS),
+            cold(EpochS),
+            d(NextWaitMeanS),
+            d(WaitShare),
+            d(FirstNextWaitS),
+            w(TimeToFirstBatchS),
+            w(Readiness),
+            mem(HostPeakRssBytes),
+        ],
+        ExperimentKind::Stall => vec![
+            w(SamplesPerS),
+            w(EpochS),
+            d(NextWaitMeanS),
+            d(TransferMeanS),
+            d(ComputeMeanS),
+        ],
+        ExperimentKind::OomProbe => vec![
+            w(SamplesPerS),
+            mem(PeakAllocatedBytes),
+            mem(PeakReservedBytes),
+        ],
+    };
+    keys.dedup();
+    keys.retain(|k| has_metric(e, *k));
+    keys
+}
+
+/// Build the comparison table of an experiment.
+pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable {
+    let phase = opts.phase.unwrap_or_else(|| preferred_phase(e));
+    let keys = opts
+        .columns
+        .clone()
+        .unwrap_or_else(|| default_columns(e, phase));
+    let baseline = opts
+        .baseline
+        .clone()
+        .filter(|b| e.configuration(b).is_some())
+        .or_else(|| e.baseline.clone().filter(|b| e.configuration(b).is_some()))
+        .or_else(|| e.configurations.first().map(|c| c.id.clone()));
+
+    let mut columns = Vec::new();
+    let mut rows: Vec<Row> = e
+        .configurations
+        .iter()
+        .map(|c| Row {
+            config_id: c.id.clone(),
+            label: c.label.clone(),
+            params: e
+                .swept
+                .iter()
+                .filter_map(|p| c.params.get(p).map(|v| (p.clone(), v.to_string())))
+                .collect(),
+            failure: c.failure.as_ref().map(failure_text),
+            cells: Vec::new(),
+        })
+        .collect();
+
+    for key in keys {
+        let summaries: Vec<Option<Summary>> = e
+            .configurations
+            .iter()
+            .map(|c| metric_summary(c, key))
+            .collect();
+        let values: Vec<Option<f64>> = e
+            .configurations
+            .iter()
+            .map(|c| metric_value(c, key))
+            .collect();
+        let present: Vec<f64> = values.iter().flatten().copied().collect();
+        let higher = key.metric.higher_is_better();
+        let ranked = key.metric.ranked();
+        let best = if higher {
+            present.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        } else {
+            present.iter().copied().fold(f64::INFINITY, f64::min)
+        };
+        let base_value = baseline
+            .as_ref()
+            .and_then(|b| e.configurations.iter().position(|c| &c.id == b))
+            .and_then(|i| values[i]);
+        for (i, row) in rows.iter_mut().enumerate() {
+            let cell = match (summaries[i], values[i]) {
+                (Some(summary), Some(value)) => Some(Cell {
+                    summary,
+                    value,
+                    ratio_to_baseline: base_value.filter(|b| *b != 0.0).map(|b| value / b),
+                    best: ranked && value == best,
+                    closeness: if ranked {
+                        closeness(value, best, higher)
+                    } else {
+                        Closeness::Middle
+                    },
+                }),
+                _ => None,
+            };
+            row.cells.push(cell);
+        }
+        columns.push(Column {
+            key,
+            heading: key.heading(),
+            unit: Unit::for_values(key.metric.quantity(), &present),
+            higher_is_better: higher,
+            explanation: key.metric.explanation(),
+        });
+    }
+
+    ComparisonTable {
+        experiment_id: e.id.clone(),
+        title: e.title.clone(),
+        phase,
+        baseline,
+        columns,
+        rows,
+    }
+}
+
+fn closeness(value: f64, best: f64, higher_is_better: bool) -> Closeness {
+    let factor = if higher_is_better {
+        if value > 0.0 {
+            best / value
+        } else {
+            f64::INFINITY
+        }
+    } else if best > 0.0 {
+        value / best
+    } else if value == best {
+        1.0
+    } else {
+        f64::INFINITY
+    };
+    if factor <= 1.01 {
+        Closeness::Best
+    } else if factor <= 1.1 {
+        Closeness::Near
+    } else if factor >= 5.0 {
+        Closeness::VeryFar
+    } else if factor >= 2.0 {
+        Closeness::Far
+    } else {
+        Closeness::Middle
+    }
+}
+
+/// A failure as one line of text.
+pub fn failure_text(f: &Failure) -> String {
+    match f {
+        Failure::OutOfMemory(o) => {
+            let mut s = "out of memory".to_string();
+            if let Some(r) = o.requested_bytes {
+                s.push_str(&format!(
+                    " (asked {} more",
+                    crate::analysis::units::show_bytes(r as f64)
+                ));
+                if let Some(c) = o.cap_bytes {
+                    s.push_str(&format!(
+                        " under a cap of {}",
+                        crate::analysis::units::show_bytes(c as f64)
+                    ));
+                }
+                s.push(')');
+            }
+            s
+        }
+        Failure::WorkerError {
+            worker,
+            sample,
+            message,
+        } => {
+            let mut s = "worker error".to_string();
+            if let Some(w) = worker {
+                s.push_str(&format!(" in worker {w}"));
+            }
+            if let Some(i) = sample {
+                s.push_str(&format!(" at sample {i}"));
+            }
+            format!("{s}: {message}")
+        }
+        Failure::Panic { message } => format!("panicked: {message}"),
+        Failure::Interrupted { message } => format!("interrupted: {message}"),
+        Failure::Error { message } => format!("error: {message}"),
+    }
+}
+
+impl Cell {
+    /// `37,332/s [36,900–37,400] (! 12%)` style text, in the column's unit.
+    pub fn text(&self, unit: &Unit, with_range: bool) -> String {
+        let mut s = unit.show(self.value);
+        if with_range && self.summary.n > 1 {
+            s.push_str(&format!(
+                " [{}–{}]",
+                unit.number(self.summary.min),
+                unit.number(self.summary.max)
+            ));
+        }
+        if self.summary.noisy {
+            s.push_str(&format!(" (! {:.0}%)", self.summary.spread * 100.0));
+        }
+        s
+    }
+}
+
+impl Column {
+    /// The heading with the column's unit, e.g. `epoch (whole-run, steady) [s]`.
+    pub fn heading_with_unit(&self) -> String {
+        match self.unit.suffix {
+            "" | "/s" => self.heading.clone(),
+            s => format!("{} [{s}]", self.heading),
+        }
+    }
+}
+
+impl ComparisonTable {
+    /// Index of a column by key.
+    pub fn column(&self, key: MetricKey) -> Option<usize> {
+        self.columns.iter().position(|c| c.key == key)
+    }
+
+    /// The table as GitHub Markdown (medians, ratios to the baseline, best in bold).
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        out.push_str("| configuration |");
+        for c in &self.columns {
+            out.push_str(&format!(" {} |", c.heading_with_unit()));
+        }
+        out.push_str("\n|---|");
+        for _ in &self.columns {
+            out.push_str("---:|");
+        }
+        out.push('\n');
+        for r in &self.rows {
+            out.push_str(&format!("| {} |", escape_md(&r.label)));
+            for (cell, col) in r.cells.iter().zip(&self.columns) {
+                match cell {
+                    Some(cell) => {
+                        let mut t = cell.text(&col.unit, true);
+                        if let Some(ratio) = cell
+                            .ratio_to_baseline
+                            .filter(|_| Some(&r.config_id) != self.baseline.as_ref())
+                        {
+                            t.push_str(&format!(
+                                " ({})",
+                                crate::analysis::units::show_ratio(ratio)
+                            ));
+                        }
+                        if cell.best {
+                            t = format!("**{t}**");
+                        }
+                        out.push_str(&format!(" {t} |"));
+                    }
+                    None => out.push_str(" — |"),
+                }
+            }
+            if let Some(f) = &r.failure {
+                out.push_str(&format!(" {} |", escape_md(f)));
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The table as CSV: raw numbers in SI base units (seconds, bytes, /s).
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from("configuration");
+        for p in self
+            .rows
+            .first()
+            .map(|r| r.params.clone())
+            .unwrap_or_default()
+        {
+            out.push(',');
+            out.push_str(&csv_field(&p.0));
+        }
+        for c in &self.columns {
+            let name = format!(
+                "{} {} {}",
+                c.key.metric.label(),
+                c.key.mode.as_str(),
+                c.key.phase.as_str()
+            );
+            for suffix in ["median", "min", "max", "n", "ratio_to_baseline"] {
+                out.push(',');
+                out.push_str(&csv_field(&format!("{name} {suffix}")));
+            }
+        }
+        out.push_str(",failure\n");
+        for r in &self.rows {
+            out.push_str(&csv_field(&r.label));
+            for p in &r.params {
+                out.push(',');
+                out.push_str(&csv_field(&p.1));
+            }
+            for cell in &r.cells {
+                match cell {
+                    Some(c) => out.push_str(&format!(
+                        ",{},{},{},{},{}",
+                        c.value,
+                        c.summary.min,
+                        c.summary.max,
+                        c.summary.n,
+                        c.ratio_to_baseline
+                            .map(|x| x.to_string())
+                            .unwrap_or_default()
+                    )),
+                    None => out.push_str(",,,,,"),
+                }
+            }
+            out.push(',');
+            out.push_str(&csv_field(r.failure.as_deref().unwrap_or("")));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn escape_md(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// Quote a CSV field when needed (RFC 4180); also defuse spreadsheet formulas.
+pub fn csv_field(s: &str) -> String {
+    let s = if s.starts_with(['=', '+', '-', '@']) && s.parse::<f64>().is_err() {
+        format!("'{s}")
+    } else {
+        s.to_string()
+    };
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
+    }
+}

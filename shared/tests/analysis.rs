@@ -1,0 +1,162 @@
+//! Analysis on the fixtures: the published seeds/003 table gives the article's
+//! own conclusions; comparison tables and bundle comparisons behave.
+
+use std::path::Path;
+
+use stallscope_bundle::analysis::*;
+use stallscope_bundle::{Bundle, Phase, TimingMode, read_bundle};
+
+fn fixture(rel: &str) -> Bundle {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(rel);
+    read_bundle(&std::fs::read(&p).unwrap()).unwrap()
+}
+
+#[test]
+fn published_sweet_spot_matches_the_article() {
+    let b = fixture("published/fashionmnist-batch-sweep.json");
+    let e = b.experiment("batch_sweep").unwrap();
+    // At the default 95%, batch 1024 (99.4% of the best) is the smallest that qualifies.
+    let s = sweet_spot(e, DEFAULT_SWEET_SPOT_THRESHOLD).unwrap();
+    assert_eq!(
+        (s.config_id.as_str(), s.best_config_id.as_str()),
+        ("bs1024", "bs2048")
+    );
+    // The article: batch 256 reaches about 93% of the best (34,738 / 37,332).
+    let s = sweet_spot(e, 0.93).unwrap();
+    assert_eq!(s.config_id, "bs256");
+    assert!((s.fraction_of_best - 34738.0 / 37332.0).abs() < 1e-12);
+    let mib = s.memory_bytes.unwrap() / 1048576.0;
+    assert!((mib - 106.2).abs() < 0.01, "{mib}");
+}
+
+#[test]
+fn published_table_shows_the_articles_numbers() {
+    let b = fixture("published/fashionmnist-batch-sweep.json");
+    let e = b.experiment("batch_sweep").unwrap();
+    let t = comparison_table(e, &TableOptions::default());
+    assert_eq!(t.phase, Phase::Cold, "the article times one epoch per run");
+    let rate = t
+        .column(MetricKey::new(
+            Metric::SamplesPerS,
+            TimingMode::WholeRun,
+            Phase::Cold,
+        ))
+        .unwrap();
+    let cell = |row: usize| t.rows[row].cells[rate].as_ref().unwrap();
+    assert_eq!(t.columns[rate].unit.show(cell(0).value), "16,062/s");
+    assert!(cell(6).best, "batch 2048 is the best");
+    assert!((cell(3).ratio_to_baseline.unwrap() - 34738.0 / 16062.0).abs() < 1e-12);
+    let step = t
+        .column(MetricKey::new(
+            Metric::StepTimeS,
+            TimingMode::WholeRun,
+            Phase::Cold,
+        ))
+        .unwrap();
+    assert_eq!(
+        t.columns[step]
+            .unit
+            .show(t.rows[0].cells[step].as_ref().unwrap().value),
+        "1.99 ms"
+    );
+    let md = t.to_markdown();
+    assert!(
+        md.contains("**37,332/s (2.32×)**") && md.contains("| epoch (whole-run, cold) [s] |"),
+        "{md}"
+    );
+    let csv = t.to_csv();
+    assert!(csv.lines().count() == 10, "{csv}");
+}
+
+#[test]
+fn published_oom_message_is_flagged_implausible() {
+    let b = fixture("published/fashionmnist-batch-sweep.json");
+    let v = verdict(b.experiment("oom_probe").unwrap()).unwrap();
+    assert!(
+        v.headline.contains("Largest batch_size that fit: 16384"),
+        "{}",
+        v.headline
+    );
+    assert!(
+        v.headline.contains("17179869184.00 GiB") && v.headline.contains("impossible"),
+        "{}",
+        v.headline
+    );
+}
+
+#[test]
+fn compare_gates_on_whole_run_regressions_only() {
+    let before = fixture("measured/example-before.json");
+    let after = fixture("measured/example-after.json");
+    let c = compare_bundles(&before, &after, 5.0);
+    let reg = c.regressions();
+    assert_eq!(reg.len(), 1, "{reg:#?}");
+    assert_eq!(reg[0].1.config_id, "bs64");
+    assert!(
+        compare_bundles(&before, &after, 30.0)
+            .regressions()
+            .is_empty()
+    );
+    assert!(
+        compare_bundles(&before, &before, 0.0)
+            .regressions()
+            .is_empty()
+    );
+}
+
+#[test]
+fn published_and_measured_are_listed_as_different() {
+    let published = fixture("published/fashionmnist-batch-sweep.json");
+    let measured = fixture("measured/example-before.json");
+    let c = compare_bundles(&published, &measured, 5.0);
+    assert!(
+        c.environment_differences
+            .iter()
+            .any(|d| d.field == "provenance")
+    );
+    assert!(
+        c.environment_differences
+            .iter()
+            .any(|d| d.field == "device")
+    );
+}
+
+#[test]
+fn a_diagnostic_figure_is_never_compared_with_a_whole_run_one() {
+    let a = MetricKey::new(Metric::SamplesPerS, TimingMode::WholeRun, Phase::Steady);
+    let d = MetricKey::new(Metric::SamplesPerS, TimingMode::Diagnostic, Phase::Steady);
+    let err = a.comparable_with(&d).unwrap_err();
+    assert!(
+        err.reason.contains("synchronizes at every stage boundary"),
+        "{}",
+        err.reason
+    );
+    // A bundle whose runs are all diagnostic is refused, with that reason.
+    let before = fixture("measured/example-before.json");
+    let mut diag_only = before.clone();
+    for c in &mut diag_only.experiments[0].configurations {
+        c.runs.retain(|r| r.timing_mode == TimingMode::Diagnostic);
+    }
+    let c = compare_bundles(&before, &diag_only, 5.0);
+    let e = &c.experiments[0];
+    assert!(e.rows.is_empty());
+    assert!(
+        e.note
+            .as_deref()
+            .unwrap()
+            .starts_with("refused: one side has only diagnostic figures"),
+        "{:?}",
+        e.note
+    );
+}
+
+#[test]
+fn barrier_overhead_is_read_per_step() {
+    let b = fixture("measured/example-before.json");
+    let c = &b.experiments[0].configurations[0];
+    let o = barrier_overhead(c, Phase::Steady).unwrap();
+    assert!(o.diagnostic_epoch_s > o.whole_run_epoch_s);
+    assert!((o.per_step_s - (o.diagnostic_epoch_s - o.whole_run_epoch_s) / o.steps).abs() < 1e-15);
+}
