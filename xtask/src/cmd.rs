@@ -104,7 +104,9 @@ fn quote(arg: &str) -> String {
 
 /// `cargo` as cargo itself was invoked (so the same toolchain builds everything).
 pub(crate) fn cargo() -> Cmd {
-    Cmd::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    let mut c = Cmd::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    "cargo".clone_into(&mut c.line);
+    c
 }
 
 #[cfg(test)]

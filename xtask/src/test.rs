@@ -81,7 +81,8 @@ pub(crate) fn run(repo: &Path) -> Result<()> {
             Err(e) => {
                 println!("<== {} FAILED after {secs:.1} s: {e:#}", stage.name);
                 println!(
-                    "\nxtask test: {passed} stages passed, 1 failed ({}), {} not run; {:.0} s",
+                    "\nxtask test: {} passed, 1 failed ({}), {} not run; {:.0} s",
+                    stages_word(passed),
                     stage.name,
                     total - passed - 1,
                     start.elapsed().as_secs_f64()
@@ -91,8 +92,17 @@ pub(crate) fn run(repo: &Path) -> Result<()> {
         }
     }
     println!(
-        "\nxtask test: {passed} stages passed, 0 failed; {:.0} s",
+        "\nxtask test: {} passed, 0 failed; {:.0} s",
+        stages_word(passed),
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+fn stages_word(n: usize) -> String {
+    if n == 1 {
+        "1 stage".to_owned()
+    } else {
+        format!("{n} stages")
+    }
 }
