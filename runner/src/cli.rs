@@ -24,6 +24,9 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Side-by-side table of two bundles; exit 1 on a whole-run regression beyond the threshold.
     Compare(CompareArgs),
+    /// A loader worker process (started by the runner itself; not for people).
+    #[command(name = "__loader-worker", hide = true)]
+    LoaderWorker,
 }
 
 #[derive(Debug, clap::Args)]
@@ -67,6 +70,9 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Validate(args) => commands::validate::run(&args),
         Command::Compare(args) => commands::compare::run(&args),
+        Command::LoaderWorker => crate::loader::worker_main()
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(Into::into),
     };
     match result {
         Ok(code) => code,

@@ -4,4 +4,5 @@ pub mod cli;
 pub mod commands;
 pub mod data;
 pub mod feed;
+pub mod loader;
 pub mod models;

@@ -32,11 +32,11 @@ const PROBE_HEADER: &str = "include/torch/csrc/api/include/torch/torch.h";
 
 /// Where the cache lives: `$STALLSCOPE_CACHE`, else `$XDG_CACHE_HOME/stallscope`, else `~/.cache/stallscope`.
 pub(crate) fn cache_root() -> Result<PathBuf> {
-    let nonempty = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    cache_root_from(|k| std::env::var_os(k))
+}
+
+fn cache_root_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<PathBuf> {
+    let nonempty = |k: &str| var(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(dir) = nonempty("STALLSCOPE_CACHE") {
         return Ok(dir);
     }
@@ -386,6 +386,34 @@ pub(crate) fn link(link: &Path, target: &Path) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn env<'a>(pairs: &'a [(&str, &str)]) -> impl Fn(&str) -> Option<std::ffi::OsString> + 'a {
+        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.into())
+    }
+
+    #[test]
+    fn cache_root_prefers_the_override_then_xdg_then_home() {
+        let all = [
+            ("STALLSCOPE_CACHE", "/c"),
+            ("XDG_CACHE_HOME", "/x"),
+            ("HOME", "/h"),
+        ];
+        assert_eq!(cache_root_from(env(&all)).unwrap(), PathBuf::from("/c"));
+        let no_override = [
+            ("STALLSCOPE_CACHE", ""),
+            ("XDG_CACHE_HOME", "/x"),
+            ("HOME", "/h"),
+        ];
+        assert_eq!(
+            cache_root_from(env(&no_override)).unwrap(),
+            PathBuf::from("/x/stallscope")
+        );
+        assert_eq!(
+            cache_root_from(env(&[("HOME", "/h")])).unwrap(),
+            PathBuf::from("/h/.cache/stallscope")
+        );
+        assert!(cache_root_from(env(&[])).is_err());
+    }
 
     #[test]
     fn version_py_of_the_wheel_parses() {

@@ -1,0 +1,382 @@
+//! The loader's consumer side: hands batches of sample indices to workers
+//! round-robin within the prefetch limit, puts finished batches back in
+//! sampler order (reorder buffer), measures the consumer's waits, and keeps
+//! or stops the workers between epochs.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use stallscope_bundle::{BadSample, LoaderStats};
+
+use super::batch::{Batch, BatchBuilder, Host, Task};
+use super::process::ProcessPool;
+use super::rng::{Rng, worker_seed};
+use super::sampler::epoch_batches;
+use super::source::{Source, SourceSpec, open_source};
+use super::stats::EpochStats;
+use super::threads::ThreadPool;
+use super::{LoaderConfig, LoaderError, WorkerKind};
+
+/// What a worker pool reports.
+pub(crate) enum Event {
+    Done(Batch),
+    Failed {
+        worker: String,
+        sample: Option<u64>,
+        message: String,
+    },
+}
+
+/// A set of running workers (threads or processes).
+pub(crate) trait Pool: Send {
+    /// Give `task` to worker `worker`.
+    fn submit(&mut self, worker: usize, task: Task) -> Result<(), LoaderError>;
+    /// The next finished batch or failure; `None` only when `block` is false
+    /// and nothing is waiting.
+    fn next_event(&mut self, block: bool) -> Option<Event>;
+}
+
+/// The loader: a source, its knobs and (when persistent) its workers.
+pub struct Loader {
+    config: LoaderConfig,
+    spec: SourceSpec,
+    source: Arc<dyn Source>,
+    pool: Arc<Mutex<Option<Box<dyn Pool>>>>,
+    last_stats: Arc<Mutex<Option<EpochStats>>>,
+}
+
+impl Loader {
+    /// Open the source and check the knobs; workers start with the first epoch.
+    pub fn new(config: LoaderConfig, spec: SourceSpec) -> Result<Self, LoaderError> {
+        if config.batch_size == 0 {
+            return Err(LoaderError::Config("batch_size must be at least 1".into()));
+        }
+        if config.workers > 0 && config.prefetch == 0 {
+            return Err(LoaderError::Config(
+                "prefetch must be at least 1 when workers > 0".into(),
+            ));
+        }
+        let source: Arc<dyn Source> =
+            Arc::from(open_source(&spec).map_err(|e| LoaderError::Source(e.to_string()))?);
+        Ok(Loader {
+            config,
+            spec,
+            source,
+            pool: Arc::new(Mutex::new(None)),
+            last_stats: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    pub fn config(&self) -> &LoaderConfig {
+        &self.config
+    }
+    pub fn samples(&self) -> usize {
+        self.source.len()
+    }
+    pub fn sample_dims(&self) -> Vec<usize> {
+        self.source.sample_dims()
+    }
+
+    /// Start one epoch: (re)start workers when needed and return the
+    /// iterator over its batches.
+    pub fn start_epoch(&mut self, epoch: u32) -> Result<LoaderEpoch, LoaderError> {
+        let started = Instant::now();
+        let cfg = &self.config;
+        let tasks: Vec<Task> = epoch_batches(
+            cfg.sampler,
+            self.source.len(),
+            cfg.batch_size,
+            cfg.drop_last,
+            epoch,
+        )
+        .into_iter()
+        .enumerate()
+        .map(|(i, indices)| Task {
+            epoch,
+            batch: i as u64,
+            indices,
+        })
+        .collect();
+        let pool = if cfg.workers == 0 {
+            None
+        } else {
+            let kept = self.pool.lock().expect("pool lock").take();
+            match kept {
+                Some(pool) => Some(pool),
+                None => Some(self.start_pool()?),
+            }
+        };
+        Ok(LoaderEpoch {
+            config: self.config.clone(),
+            source: Arc::clone(&self.source),
+            epoch,
+            tasks,
+            pool,
+            home: Arc::clone(&self.pool),
+            stats_home: Arc::clone(&self.last_stats),
+            started,
+            next_submit: 0,
+            delivered: 0,
+            next_index: 0,
+            outstanding: vec![0; self.config.workers],
+            reorder: BTreeMap::new(),
+            stats: EpochStats::default(),
+            inline_rng: Rng::new(worker_seed(self.config.seed, 0, epoch)),
+            state: EpochState::Running,
+        })
+    }
+
+    fn start_pool(&self) -> Result<Box<dyn Pool>, LoaderError> {
+        Ok(match self.config.kind {
+            WorkerKind::Threads => Box::new(ThreadPool::start(&self.config, &self.source)),
+            WorkerKind::Processes => Box::new(ProcessPool::start(
+                &self.config,
+                &self.spec,
+                &self.source.sample_dims(),
+            )?),
+        })
+    }
+
+    /// What the loader measured in the most recent epoch (finished, failed
+    /// or dropped early).
+    pub fn last_stats(&self) -> Option<LoaderStats> {
+        self.last_stats
+            .lock()
+            .expect("stats lock")
+            .as_ref()
+            .map(EpochStats::to_bundle)
+    }
+
+    /// Stop persistent workers now (they also stop when the loader drops).
+    pub fn shutdown(&mut self) {
+        self.pool.lock().expect("pool lock").take();
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EpochState {
+    Running,
+    Finished,
+    Failed,
+}
+
+/// One epoch's batches, in sampler order unless `in_order` is off.
+pub struct LoaderEpoch {
+    config: LoaderConfig,
+    source: Arc<dyn Source>,
+    epoch: u32,
+    tasks: Vec<Task>,
+    pool: Option<Box<dyn Pool>>,
+    home: Arc<Mutex<Option<Box<dyn Pool>>>>,
+    stats_home: Arc<Mutex<Option<EpochStats>>>,
+    started: Instant,
+    next_submit: usize,
+    delivered: usize,
+    next_index: u64,
+    outstanding: Vec<usize>,
+    reorder: BTreeMap<u64, Batch>,
+    stats: EpochStats,
+    inline_rng: Rng,
+    state: EpochState,
+}
+
+impl LoaderEpoch {
+    /// Number of batches the sampler planned for this epoch.
+    pub fn planned_batches(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// The next batch, `None` at the end of the epoch or after a failure.
+    pub fn next_batch(&mut self) -> Option<Result<Batch, LoaderError>> {
+        loop {
+            if self.state != EpochState::Running {
+                return None;
+            }
+            if self.delivered == self.tasks.len() {
+                self.finish(EpochState::Finished);
+                return None;
+            }
+            let got = if self.pool.is_some() {
+                self.next_from_pool()
+            } else {
+                self.next_inline()
+            };
+            match got {
+                Ok(batch) => {
+                    self.delivered += 1;
+                    if batch.sample_ids.is_empty() {
+                        continue; // every sample of it was bad and skipped
+                    }
+                    if self.stats.time_to_first_batch.is_none() {
+                        self.stats.time_to_first_batch = Some(self.started.elapsed());
+                    }
+                    return Some(Ok(batch));
+                }
+                Err(err) => {
+                    self.finish(EpochState::Failed);
+                    return Some(Err(err));
+                }
+            }
+        }
+    }
+
+    /// Live statistics of this epoch so far.
+    pub fn stats(&self) -> LoaderStats {
+        self.stats.to_bundle()
+    }
+
+    fn next_inline(&mut self) -> Result<Batch, LoaderError> {
+        let start = Instant::now();
+        let builder = BatchBuilder {
+            source: &*self.source,
+            on_bad: self.config.on_bad_sample,
+            fault: self.config.fault,
+            host: Host::Thread,
+            worker: None,
+        };
+        let task = &self.tasks[self.delivered];
+        let built = builder.build(task, &mut self.inline_rng, &());
+        // The consumer does the work itself: it never finds a batch ready.
+        self.stats.to_consumer.record(false, start.elapsed());
+        match built {
+            Ok(batch) => {
+                self.absorb_stats(&batch);
+                Ok(batch)
+            }
+            Err(e) => Err(LoaderError::Worker {
+                worker: "in-loop loader (workers = 0)".into(),
+                sample: e.sample,
+                message: e.message,
+            }),
+        }
+    }
+
+    fn next_from_pool(&mut self) -> Result<Batch, LoaderError> {
+        self.fill()?;
+        while let Some(event) = self.pool.as_mut().and_then(|p| p.next_event(false)) {
+            self.absorb(event)?;
+        }
+        let mut ready = self.take_ready();
+        let was_ready = ready.is_some();
+        let start = Instant::now();
+        while ready.is_none() {
+            let event = self
+                .pool
+                .as_mut()
+                .and_then(|p| p.next_event(true))
+                .ok_or_else(|| LoaderError::Worker {
+                    worker: "worker pool".into(),
+                    sample: None,
+                    message: "every worker is gone".into(),
+                })?;
+            self.absorb(event)?;
+            ready = self.take_ready();
+        }
+        let waited = if was_ready {
+            Duration::ZERO
+        } else {
+            start.elapsed()
+        };
+        self.stats.to_consumer.record(was_ready, waited);
+        let batch = ready.expect("loop ends with a batch");
+        if let Some(w) = batch.worker {
+            self.outstanding[w] -= 1;
+        }
+        self.fill()?;
+        Ok(batch)
+    }
+
+    /// Submit tasks round-robin while each worker is under its prefetch.
+    fn fill(&mut self) -> Result<(), LoaderError> {
+        let workers = self.config.workers;
+        while self.next_submit < self.tasks.len() {
+            let w = self.next_submit % workers;
+            if self.outstanding[w] >= self.config.prefetch {
+                break;
+            }
+            let task = self.tasks[self.next_submit].clone();
+            self.pool
+                .as_mut()
+                .expect("fill runs with a pool")
+                .submit(w, task)?;
+            self.outstanding[w] += 1;
+            self.next_submit += 1;
+        }
+        Ok(())
+    }
+
+    fn absorb(&mut self, event: Event) -> Result<(), LoaderError> {
+        match event {
+            Event::Done(batch) => {
+                self.absorb_stats(&batch);
+                self.reorder.insert(batch.index, batch);
+                Ok(())
+            }
+            Event::Failed {
+                worker,
+                sample,
+                message,
+            } => Err(LoaderError::Worker {
+                worker,
+                sample,
+                message,
+            }),
+        }
+    }
+
+    fn absorb_stats(&mut self, batch: &Batch) {
+        self.stats.stages.merge(&batch.times);
+        self.stats
+            .bad_samples
+            .extend(batch.bad.iter().map(|b| BadSample {
+                index: Some(b.index),
+                path: b.path.clone(),
+                message: b.message.clone(),
+            }));
+    }
+
+    fn take_ready(&mut self) -> Option<Batch> {
+        if self.config.in_order {
+            let batch = self.reorder.remove(&self.next_index)?;
+            self.next_index += 1;
+            Some(batch)
+        } else {
+            self.reorder.pop_first().map(|(_, b)| b)
+        }
+    }
+
+    fn finish(&mut self, state: EpochState) {
+        self.state = state;
+        let pool = self.pool.take();
+        // Keep workers only when persistent and the epoch ended cleanly, so
+        // no stale batch of this epoch can surface in the next one.
+        if state == EpochState::Finished && self.config.persistent {
+            *self.home.lock().expect("pool lock") = pool;
+        } else {
+            drop(pool);
+        }
+        *self.stats_home.lock().expect("stats lock") = Some(self.stats.clone());
+    }
+
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+}
+
+impl Iterator for LoaderEpoch {
+    type Item = Result<Batch, LoaderError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_batch()
+    }
+}
+
+impl Drop for LoaderEpoch {
+    fn drop(&mut self) {
+        if self.state == EpochState::Running {
+            // Dropped early: stop the workers (their in-flight batches belong
+            // to this epoch) and keep what was measured.
+            self.finish(EpochState::Failed);
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! Worker processes: started from the runner's own binary (`__loader-worker`),
+//! each with a shared-memory ring of `prefetch` slots and a JSON-lines control
+//! pipe. A dead worker is reported with the sample it was loading (read from
+//! its progress word); on drop every child is ended and every segment unlinked.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::batch::{Batch, Task};
+use super::engine::{Event, Pool};
+use super::shm::{SEGMENT_PREFIX, Segment, segment_len, slot_bytes};
+use super::source::SourceSpec;
+use super::stats::{Stage, StageTimes};
+use super::worker::{Assign, Reply, WorkerInit};
+use super::{LoaderConfig, LoaderError};
+
+/// How long a new worker may take to say it is ready.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a worker whose pipe was closed may take to exit before SIGKILL.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+static SEGMENT_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+enum Message {
+    Reply(usize, Reply),
+    Closed(usize),
+}
+
+struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    segment: Segment,
+    free_slots: Vec<usize>,
+    reader: Option<JoinHandle<()>>,
+    exited: Option<ExitStatus>,
+}
+
+pub(crate) struct ProcessPool {
+    workers: Vec<Worker>,
+    messages: Receiver<Message>,
+    slot_bytes: usize,
+    per_sample: usize,
+    sample_dims: Vec<usize>,
+}
+
+fn name(worker: usize, pid: u32) -> String {
+    format!("process worker {worker} (pid {pid})")
+}
+
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(sig)) => format!("was killed by signal {sig} ({})", signal_name(sig)),
+        _ => status.to_string(),
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGINT => "SIGINT",
+        _ => "signal",
+    }
+}
+
+impl ProcessPool {
+    pub(crate) fn start(
+        config: &LoaderConfig,
+        spec: &SourceSpec,
+        sample_dims: &[usize],
+    ) -> Result<Self, LoaderError> {
+        let program = match &config.worker_program {
+            Some(p) => p.clone(),
+            None => std::env::current_exe().map_err(|e| LoaderError::Spawn {
+                worker: "process workers".into(),
+                message: format!("cannot find this program to start workers from: {e}"),
+            })?,
+        };
+        let per_sample: usize = sample_dims.iter().product();
+        let slot_bytes = slot_bytes(config.batch_size, per_sample);
+        let len = segment_len(config.prefetch, slot_bytes);
+        let (tx, messages) = mpsc::channel();
+        let mut pool = ProcessPool {
+            workers: Vec::new(),
+            messages,
+            slot_bytes,
+            per_sample,
+            sample_dims: sample_dims.to_vec(),
+        };
+        for w in 0..config.workers {
+            let spawn_err = |message: String| LoaderError::Spawn {
+                worker: format!("process worker {w}"),
+                message,
+            };
+            let seg_name = format!(
+                "{SEGMENT_PREFIX}{}-{w}-{}",
+                std::process::id(),
+                SEGMENT_COUNTER.fetch_add(1, Ordering::Relaxed)
+            );
+            let segment = Segment::create(seg_name.clone(), len)
+                .map_err(|e| spawn_err(format!("shared memory /dev/shm/{seg_name}: {e}")))?;
+            let mut child = Command::new(&program)
+                .arg("__loader-worker")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .map_err(|e| spawn_err(format!("{}: {e}", program.display())))?;
+            let stdout = child.stdout.take().expect("piped");
+            let stdin = child.stdin.take();
+            let reader = spawn_reader(w, stdout, tx.clone());
+            pool.workers.push(Worker {
+                child,
+                stdin,
+                segment,
+                free_slots: (0..config.prefetch).rev().collect(),
+                reader: Some(reader),
+                exited: None,
+            });
+            let init = WorkerInit {
+                worker: w,
+                parent_pid: std::process::id(),
+                spec: spec.clone(),
+                sample_dims: sample_dims.to_vec(),
+                on_bad: config.on_bad_sample,
+                seed: config.seed,
+                fault: config.fault,
+                segment: seg_name,
+                segment_len: len,
+                slot_bytes,
+            };
+            pool.send_line(w, &init)
+                .map_err(|e| spawn_err(format!("sending its start message: {e}")))?;
+        }
+        pool.await_ready()?;
+        Ok(pool)
+    }
+
+    /// Wait for every worker's `Ready`, then unlink the segments' names: from
+    /// here on nothing is left in /dev/shm even if the runner is killed.
+    fn await_ready(&mut self) -> Result<(), LoaderError> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        let mut ready = vec![false; self.workers.len()];
+        while ready.iter().any(|r| !r) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.messages.recv_timeout(left) {
+                Ok(Message::Reply(w, Reply::Ready { .. })) => ready[w] = true,
+                Ok(Message::Reply(w, other)) => {
+                    return Err(LoaderError::Spawn {
+                        worker: self.worker_name(w),
+                        message: format!("expected a ready message, got {other:?}"),
+                    });
+                }
+                Ok(Message::Closed(w)) => {
+                    let status = self.reap(w);
+                    return Err(LoaderError::Spawn {
+                        worker: self.worker_name(w),
+                        message: format!("it {} before it was ready", describe(status)),
+                    });
+                }
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                    let w = ready.iter().position(|r| !r).unwrap_or(0);
+                    return Err(LoaderError::Spawn {
+                        worker: self.worker_name(w),
+                        message: format!("not ready after {} s", START_TIMEOUT.as_secs()),
+                    });
+                }
+            }
+        }
+        for worker in &mut self.workers {
+            worker.segment.unlink();
+        }
+        Ok(())
+    }
+
+    fn worker_name(&self, w: usize) -> String {
+        name(w, self.workers[w].child.id())
+    }
+
+    fn send_line<T: serde::Serialize>(&mut self, w: usize, msg: &T) -> std::io::Result<()> {
+        let stdin = self.workers[w]
+            .stdin
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("pipe already closed"))?;
+        let mut line = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        stdin.write_all(&line)?;
+        stdin.flush()
+    }
+
+    /// Wait for a worker that closed its pipe (SIGKILL after a grace period).
+    fn reap(&mut self, w: usize) -> ExitStatus {
+        let worker = &mut self.workers[w];
+        if let Some(status) = worker.exited {
+            return status;
+        }
+        worker.stdin.take();
+        let deadline = Instant::now() + EXIT_GRACE;
+        let status = loop {
+            match worker.child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(2))
+                }
+                _ => {
+                    let _ = worker.child.kill();
+                    break worker
+                        .child
+                        .wait()
+                        .unwrap_or_else(|_| ExitStatus::from_raw(libc::SIGKILL));
+                }
+            }
+        };
+        worker.exited = Some(status);
+        status
+    }
+
+    fn died(&mut self, w: usize) -> Event {
+        let sample = self.workers[w].segment.loading_sample();
+        let status = self.reap(w);
+        let worker = self.worker_name(w);
+        let place = sample
+            .map(|s| format!(" while loading sample {s}"))
+            .unwrap_or_else(|| " between samples".into());
+        Event::Failed {
+            worker,
+            sample,
+            message: format!("the worker process {}{place}", describe(status)),
+        }
+    }
+
+    fn handle(&mut self, message: Message) -> Event {
+        match message {
+            Message::Reply(
+                w,
+                Reply::Done {
+                    epoch,
+                    batch,
+                    slot,
+                    times,
+                    bad,
+                },
+            ) => {
+                let start = Instant::now();
+                let read = self.workers[w]
+                    .segment
+                    .read_slot(slot, self.slot_bytes, self.per_sample);
+                self.workers[w].free_slots.push(slot);
+                match read {
+                    Ok((sample_ids, labels, inputs)) => {
+                        let mut times: StageTimes = times;
+                        times.add(Stage::Handover, start.elapsed());
+                        Event::Done(Batch {
+                            epoch,
+                            index: batch,
+                            sample_dims: self.sample_dims.clone(),
+                            sample_ids,
+                            labels,
+                            inputs,
+                            worker: Some(w),
+                            times,
+                            bad,
+                        })
+                    }
+                    Err(e) => Event::Failed {
+                        worker: self.worker_name(w),
+                        sample: None,
+                        message: format!("its shared-memory slot {slot} is unreadable: {e}"),
+                    },
+                }
+            }
+            Message::Reply(w, Reply::Failed { sample, message }) => Event::Failed {
+                worker: self.worker_name(w),
+                sample,
+                message,
+            },
+            Message::Reply(w, Reply::Ready { .. }) => Event::Failed {
+                worker: self.worker_name(w),
+                sample: None,
+                message: "sent a second ready message".into(),
+            },
+            Message::Closed(w) => self.died(w),
+        }
+    }
+}
+
+fn spawn_reader(
+    w: usize,
+    stdout: std::process::ChildStdout,
+    tx: Sender<Message>,
+) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(format!("stallscope-loader-pipe-{w}"))
+        .spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                match serde_json::from_str::<Reply>(&line) {
+                    Ok(reply) => {
+                        if tx.send(Message::Reply(w, reply)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Message::Reply(
+                            w,
+                            Reply::Failed {
+                                sample: None,
+                                message: format!("unreadable control message {line:?}: {e}"),
+                            },
+                        ));
+                        break;
+                    }
+                }
+            }
+            let _ = tx.send(Message::Closed(w));
+        })
+        .expect("the OS starts a thread")
+}
+
+impl Pool for ProcessPool {
+    fn submit(&mut self, w: usize, task: Task) -> Result<(), LoaderError> {
+        let slot = self.workers[w]
+            .free_slots
+            .pop()
+            .expect("the engine never has more than prefetch batches out per worker");
+        if self.send_line(w, &Assign { task, slot }).is_err() {
+            // The pipe broke: the worker is gone; say how and where.
+            return Err(match self.died(w) {
+                Event::Failed {
+                    worker,
+                    sample,
+                    message,
+                } => LoaderError::Worker {
+                    worker,
+                    sample,
+                    message,
+                },
+                Event::Done(_) => unreachable!("died() reports a failure"),
+            });
+        }
+        Ok(())
+    }
+
+    fn next_event(&mut self, block: bool) -> Option<Event> {
+        let message = if block {
+            self.messages.recv().ok()?
+        } else {
+            self.messages.try_recv().ok()?
+        };
+        Some(self.handle(message))
+    }
+}
+
+impl Drop for ProcessPool {
+    fn drop(&mut self) {
+        for worker in &mut self.workers {
+            worker.stdin.take(); // EOF: an idle worker exits at once
+        }
+        for w in 0..self.workers.len() {
+            self.reap(w);
+        }
+        for worker in &mut self.workers {
+            if let Some(reader) = worker.reader.take() {
+                let _ = reader.join();
+            }
+            worker.segment.unlink();
+        }
+    }
+}
