@@ -20,7 +20,7 @@ use super::{LoaderConfig, LoaderError, WorkerKind};
 
 /// What a worker pool reports.
 pub(crate) enum Event {
-    Done(Batch),
+    Done(Box<Batch>),
     Failed {
         worker: String,
         sample: Option<u64>,
@@ -310,7 +310,7 @@ impl LoaderEpoch {
         match event {
             Event::Done(batch) => {
                 self.absorb_stats(&batch);
-                self.reorder.insert(batch.index, batch);
+                self.reorder.insert(batch.index, *batch);
                 Ok(())
             }
             Event::Failed {

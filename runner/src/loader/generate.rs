@@ -64,7 +64,10 @@ pub fn ensure_image_set(root: &Path, spec: &ImageSetSpec) -> Result<PathBuf, Gen
         message: e.to_string(),
     };
     if spec.count == 0 || spec.classes == 0 || spec.width == 0 || spec.height == 0 {
-        return Err(fail(&dir, &"count, classes, width and height must be at least 1"));
+        return Err(fail(
+            &dir,
+            &"count, classes, width and height must be at least 1",
+        ));
     }
     // Build in a temporary sibling and rename, so a half-written set is never used.
     let tmp = root.join(format!("{}.tmp-{}", spec.folder_name(), std::process::id()));
@@ -168,7 +171,10 @@ mod tests {
         let again = ensure_image_set(&root, &spec).unwrap();
         assert_eq!(dir, again);
         let other = ensure_image_set(&root.join("b"), &spec).unwrap();
-        assert_eq!(first, std::fs::read(other.join("class_001/img_000004.jpg")).unwrap());
+        assert_eq!(
+            first,
+            std::fs::read(other.join("class_001/img_000004.jpg")).unwrap()
+        );
         let img = image::open(dir.join("class_001/img_000004.jpg")).unwrap();
         assert_eq!((img.width(), img.height()), (40, 30));
         std::fs::remove_dir_all(&root).unwrap();

@@ -44,7 +44,10 @@ pub struct ImageDirSource {
 
 fn is_image(path: &Path) -> bool {
     matches!(
-        path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref(),
+        path.extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref(),
         Some("jpg" | "jpeg" | "png")
     )
 }
@@ -75,7 +78,12 @@ impl ImageDirSource {
         let classes: Vec<&PathBuf> = entries.iter().filter(|p| p.is_dir()).collect();
         let mut files = Vec::new();
         if classes.is_empty() {
-            files.extend(entries.iter().filter(|p| is_image(p)).map(|p| (p.clone(), 0)));
+            files.extend(
+                entries
+                    .iter()
+                    .filter(|p| is_image(p))
+                    .map(|p| (p.clone(), 0)),
+            );
         } else {
             for (label, class) in classes.iter().enumerate() {
                 let inner = sorted_entries(class).map_err(|e| err(e.to_string()))?;
@@ -89,8 +97,7 @@ impl ImageDirSource {
         }
         if files.is_empty() {
             return Err(err(
-                "no .jpg/.jpeg/.png files (expected images, or class sub-folders of images)"
-                    .into(),
+                "no .jpg/.jpeg/.png files (expected images, or class sub-folders of images)".into(),
             ));
         }
         Ok(ImageDirSource {
@@ -152,7 +159,12 @@ impl Source for ImageDirSource {
 }
 
 /// Resize the shorter side, crop, flip, normalise into CHW `out`.
-fn transform(spec: &ImageSpec, img: image::RgbImage, rng: &mut Rng, out: &mut [f32]) -> Result<(), String> {
+fn transform(
+    spec: &ImageSpec,
+    img: image::RgbImage,
+    rng: &mut Rng,
+    out: &mut [f32],
+) -> Result<(), String> {
     let (w, h) = img.dimensions();
     if w == 0 || h == 0 {
         return Err("the image has no pixels".into());
@@ -161,7 +173,8 @@ fn transform(spec: &ImageSpec, img: image::RgbImage, rng: &mut Rng, out: &mut [f
     let scale = spec.resize as f64 / short;
     let nw = ((w as f64 * scale).round() as u32).max(spec.resize);
     let nh = ((h as f64 * scale).round() as u32).max(spec.resize);
-    let src = Image::from_vec_u8(w, h, img.into_raw(), PixelType::U8x3).map_err(|e| e.to_string())?;
+    let src =
+        Image::from_vec_u8(w, h, img.into_raw(), PixelType::U8x3).map_err(|e| e.to_string())?;
     let mut dst = Image::new(nw, nh, PixelType::U8x3);
     Resizer::new()
         .resize(
@@ -174,7 +187,10 @@ fn transform(spec: &ImageSpec, img: image::RgbImage, rng: &mut Rng, out: &mut [f
         .map_err(|e| e.to_string())?;
     let c = spec.crop;
     let (x0, y0) = if spec.random_crop {
-        (rng.below((nw - c + 1) as u64) as u32, rng.below((nh - c + 1) as u64) as u32)
+        (
+            rng.below((nw - c + 1) as u64) as u32,
+            rng.below((nh - c + 1) as u64) as u32,
+        )
     } else {
         ((nw - c) / 2, (nh - c) / 2)
     };

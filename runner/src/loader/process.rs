@@ -251,15 +251,16 @@ impl ProcessPool {
                 },
             ) => {
                 let start = Instant::now();
-                let read = self.workers[w]
-                    .segment
-                    .read_slot(slot, self.slot_bytes, self.per_sample);
+                let read =
+                    self.workers[w]
+                        .segment
+                        .read_slot(slot, self.slot_bytes, self.per_sample);
                 self.workers[w].free_slots.push(slot);
                 match read {
                     Ok((sample_ids, labels, inputs)) => {
                         let mut times: StageTimes = times;
                         times.add(Stage::Handover, start.elapsed());
-                        Event::Done(Batch {
+                        Event::Done(Box::new(Batch {
                             epoch,
                             index: batch,
                             sample_dims: self.sample_dims.clone(),
@@ -269,7 +270,7 @@ impl ProcessPool {
                             worker: Some(w),
                             times,
                             bad,
-                        })
+                        }))
                     }
                     Err(e) => Event::Failed {
                         worker: self.worker_name(w),

@@ -67,7 +67,11 @@ pub fn worker_seed(base: u64, worker: usize, epoch: u32) -> u64 {
 
 /// Seed of the sampler's shuffle in one epoch.
 pub fn shuffle_seed(base: u64, epoch: u32) -> u64 {
-    Rng::new(base.wrapping_add(epoch as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).next_u64()
+    Rng::new(
+        base.wrapping_add(epoch as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    )
+    .next_u64()
 }
 
 #[cfg(test)]

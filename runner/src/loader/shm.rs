@@ -211,7 +211,8 @@ mod tests {
         assert!(std::path::Path::new(&format!("/dev/shm/{name}")).exists());
         let other = Segment::open(&name, segment_len(2, sb)).unwrap();
         let inputs: Vec<f32> = (0..9).map(|i| i as f32 * 0.5).collect();
-        seg.write_slot(1, sb, &[7, 8, 9], &[1, 0, 1], &inputs).unwrap();
+        seg.write_slot(1, sb, &[7, 8, 9], &[1, 0, 1], &inputs)
+            .unwrap();
         let (ids, labels, got) = other.read_slot(1, sb, 3).unwrap();
         assert_eq!(ids, vec![7, 8, 9]);
         assert_eq!(labels, vec![1, 0, 1]);

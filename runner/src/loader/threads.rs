@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 use super::batch::{BatchBuilder, Host, Task};
@@ -77,7 +77,7 @@ fn run_worker(
             rng = Rng::new(worker_seed(config.seed, worker, task.epoch));
         }
         let event = match builder.build(&task, &mut rng, &()) {
-            Ok(batch) => Event::Done(batch),
+            Ok(batch) => Event::Done(Box::new(batch)),
             Err(e) => Event::Failed {
                 worker: name(worker),
                 sample: e.sample,
@@ -93,7 +93,9 @@ fn run_worker(
 
 impl Pool for ThreadPool {
     fn submit(&mut self, worker: usize, task: Task) -> Result<(), LoaderError> {
-        let sender = self.tasks[worker].as_ref().expect("sender lives until drop");
+        let sender = self.tasks[worker]
+            .as_ref()
+            .expect("sender lives until drop");
         sender.send(task).map_err(|_| LoaderError::Worker {
             worker: name(worker),
             sample: None,
@@ -105,10 +107,7 @@ impl Pool for ThreadPool {
         if block {
             self.events.recv().ok()
         } else {
-            match self.events.try_recv() {
-                Ok(e) => Some(e),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => None,
-            }
+            self.events.try_recv().ok()
         }
     }
 }

@@ -97,7 +97,9 @@ pub fn worker_main() -> Result<(), WorkerProcessError> {
     let init: WorkerInit = serde_json::from_str(&first).map_err(|e| protocol(1, e))?;
     // SAFETY: getppid has no preconditions.
     if unsafe { libc::getppid() } as u32 != init.parent_pid {
-        return Err(WorkerProcessError::Setup("the runner is already gone".into()));
+        return Err(WorkerProcessError::Setup(
+            "the runner is already gone".into(),
+        ));
     }
     let source = open_source(&init.spec).map_err(|e| WorkerProcessError::Setup(e.to_string()))?;
     if source.sample_dims() != init.sample_dims {
