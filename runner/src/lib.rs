@@ -6,3 +6,7 @@ pub mod data;
 pub mod feed;
 pub mod loader;
 pub mod models;
+pub mod device;
+pub mod envinfo;
+pub mod shim;
+pub mod train;

@@ -8,6 +8,7 @@
 #include <c10/core/Stream.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/headeronly/version.h>
 
 #include <cstdint>
 #include <cstring>
@@ -38,6 +39,9 @@ c10::DeviceAllocator* cuda_allocator() {
 extern "C" {
 
 const char* ss_last_error() { return last_error.c_str(); }
+
+// The libtorch version the shim was compiled against (the pinned 2.11.0).
+const char* ss_torch_version() { static const std::string v = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." + std::to_string(TORCH_VERSION_PATCH); return v.c_str(); }
 
 int ss_set_tf32(int matmul, int cudnn) {
   return guarded([&] {

@@ -1,0 +1,391 @@
+//! Device selection and the device context: the CPU through the linked
+//! libtorch, or CUDA after loading `libtorch_cuda.so` at run time from the
+//! machine's libtorch (`--libtorch`, `STALLSCOPE_LIBTORCH`, or the installed
+//! PyTorch). Synchronization and memory counters go through here.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use stallscope_bundle::{DeviceInfo, DeviceKind, Memory};
+use tch::Device;
+
+use crate::shim;
+
+/// What the user asked for with `--device`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceRequest {
+    /// CUDA when a GPU and libtorch_cuda are present, else the CPU.
+    Auto,
+    Cpu,
+    Cuda(u32),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    #[error("--device {0:?}: expected auto, cpu, cuda or cuda:N")]
+    BadRequest(String),
+    #[error(
+        "CUDA was asked for but no libtorch_cuda.so was found (looked in: {looked}); pass --libtorch DIR (the folder holding libtorch_cuda.so, e.g. PyTorch's torch/lib) or set STALLSCOPE_LIBTORCH"
+    )]
+    NoCudaLibrary { looked: String },
+    #[error("cannot load {}: {message}", path.display())]
+    Load { path: PathBuf, message: String },
+    #[error("libtorch_cuda.so loaded from {} but CUDA is not available (no GPU visible, or a driver problem)", dir.display())]
+    NotAvailable { dir: PathBuf },
+    #[error("cuda:{index} asked for but only {count} CUDA device(s) are visible")]
+    NoSuchDevice { index: u32, count: i64 },
+}
+
+impl std::str::FromStr for DeviceRequest {
+    type Err = DeviceError;
+    fn from_str(s: &str) -> Result<Self, DeviceError> {
+        match s {
+            "auto" => Ok(DeviceRequest::Auto),
+            "cpu" => Ok(DeviceRequest::Cpu),
+            "cuda" => Ok(DeviceRequest::Cuda(0)),
+            _ => s
+                .strip_prefix("cuda:")
+                .and_then(|n| n.parse().ok())
+                .map(DeviceRequest::Cuda)
+                .ok_or_else(|| DeviceError::BadRequest(s.into())),
+        }
+    }
+}
+
+/// The device experiments run on, with what is needed to synchronize it and
+/// read its memory counters.
+pub struct DeviceCtx {
+    pub device: Device,
+    /// Where libtorch_cuda.so came from (CUDA only).
+    pub cuda_dir: Option<PathBuf>,
+    /// Libraries loaded at run time; kept loaded for the process's life.
+    _libs: Vec<libloading::os::unix::Library>,
+}
+
+impl DeviceCtx {
+    /// Select the device. `libtorch` is `--libtorch DIR`.
+    pub fn open(req: DeviceRequest, libtorch: Option<&Path>) -> Result<DeviceCtx, DeviceError> {
+        match req {
+            DeviceRequest::Cpu => Ok(DeviceCtx::cpu()),
+            DeviceRequest::Cuda(index) => DeviceCtx::cuda(index, libtorch),
+            DeviceRequest::Auto => match DeviceCtx::cuda(0, libtorch) {
+                Ok(ctx) => Ok(ctx),
+                Err(_) => Ok(DeviceCtx::cpu()),
+            },
+        }
+    }
+
+    pub fn cpu() -> DeviceCtx {
+        DeviceCtx {
+            device: Device::Cpu,
+            cuda_dir: None,
+            _libs: Vec::new(),
+        }
+    }
+
+    fn cuda(index: u32, libtorch: Option<&Path>) -> Result<DeviceCtx, DeviceError> {
+        let (dir, libs) = load_cuda(libtorch)?;
+        if !tch::Cuda::is_available() {
+            return Err(DeviceError::NotAvailable { dir });
+        }
+        let count = tch::Cuda::device_count();
+        if i64::from(index) >= count {
+            return Err(DeviceError::NoSuchDevice { index, count });
+        }
+        Ok(DeviceCtx {
+            device: Device::Cuda(index as usize),
+            cuda_dir: Some(dir),
+            _libs: libs,
+        })
+    }
+
+    pub fn kind(&self) -> DeviceKind {
+        match self.device {
+            Device::Cuda(_) => DeviceKind::Cuda,
+            _ => DeviceKind::Cpu,
+        }
+    }
+
+    pub fn is_cuda(&self) -> bool {
+        matches!(self.device, Device::Cuda(_))
+    }
+
+    pub fn cuda_index(&self) -> Option<u32> {
+        match self.device {
+            Device::Cuda(i) => Some(i as u32),
+            _ => None,
+        }
+    }
+
+    /// Wait for every queued operation on the device (nothing on the CPU,
+    /// where libtorch runs operations before returning).
+    pub fn synchronize(&self) {
+        if let Device::Cuda(i) = self.device {
+            tch::Cuda::synchronize(i as i64);
+        }
+    }
+
+    /// Reset the device's peak counters (and the host's peak RSS where the
+    /// kernel allows it) before a measurement.
+    pub fn reset_peaks(&self) {
+        if let Some(i) = self.cuda_index() {
+            let _ = shim::cuda_reset_peak(i);
+        }
+        reset_host_peak_rss();
+    }
+
+    /// Release cached device memory (after a configuration, after an OOM).
+    pub fn empty_cache(&self) {
+        if self.is_cuda() {
+            let _ = shim::cuda_empty_cache();
+        }
+    }
+
+    /// The counters now: host peak RSS and, on CUDA, the allocator's peaks
+    /// and the device's used/total.
+    pub fn memory(&self) -> Memory {
+        let mut m = Memory {
+            host_peak_rss_bytes: host_peak_rss(),
+            ..Memory::default()
+        };
+        if let Some(i) = self.cuda_index() {
+            if let Ok(s) = shim::cuda_memory_stats(i) {
+                m.device_peak_allocated_bytes = Some(s.peak_allocated);
+                m.device_peak_reserved_bytes = Some(s.peak_reserved);
+            }
+            if let Ok((free, total)) = shim::cuda_mem_info(i) {
+                m.device_used_bytes = Some(total.saturating_sub(free));
+                m.device_total_bytes = Some(total);
+            }
+        }
+        m
+    }
+
+    /// The CUDA runtime version libtorch uses (CUDA only).
+    pub fn device_runtime(&self) -> Option<String> {
+        self.cuda_index().and_then(|i| cuda_properties(i).runtime)
+    }
+
+    /// What the bundle records about the device.
+    pub fn info(&self) -> DeviceInfo {
+        match self.cuda_index() {
+            None => DeviceInfo {
+                kind: DeviceKind::Cpu,
+                name: crate::envinfo::cpu_model().unwrap_or_else(|| "CPU".into()),
+                index: None,
+                memory_total_bytes: crate::envinfo::host_memory_bytes(),
+                driver: None,
+                cuda_runtime: None,
+                compute_capability: None,
+                backend: None,
+                device_type: None,
+            },
+            Some(i) => {
+                let props = cuda_properties(i);
+                DeviceInfo {
+                    kind: DeviceKind::Cuda,
+                    name: props.name.unwrap_or_else(|| format!("CUDA device {i}")),
+                    index: Some(i),
+                    memory_total_bytes: shim::cuda_mem_info(i).ok().map(|(_, t)| t),
+                    driver: props.driver,
+                    cuda_runtime: props.runtime,
+                    compute_capability: props.capability,
+                    backend: None,
+                    device_type: None,
+                }
+            }
+        }
+    }
+}
+
+/// Where to look for libtorch_cuda.so, in order.
+pub fn cuda_search_dirs(explicit: Option<&Path>) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(d) = explicit {
+        dirs.push(d.to_path_buf());
+        dirs.push(d.join("lib"));
+    }
+    if let Some(d) = std::env::var_os("STALLSCOPE_LIBTORCH") {
+        let d = PathBuf::from(d);
+        dirs.push(d.join("lib"));
+        dirs.push(d);
+    }
+    for python in ["python3", "/opt/torch/.venv/bin/python3"] {
+        let out = Command::new(python)
+            .args([
+                "-c",
+                "import torch, os; print(os.path.join(torch.__path__[0], 'lib'))",
+            ])
+            .stderr(std::process::Stdio::null())
+            .output();
+        if let Ok(out) = out
+            && out.status.success()
+        {
+            let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            if !dirs.contains(&d) {
+                dirs.push(d);
+            }
+        }
+    }
+    dirs
+}
+
+fn load_cuda(
+    explicit: Option<&Path>,
+) -> Result<(PathBuf, Vec<libloading::os::unix::Library>), DeviceError> {
+    let dirs = cuda_search_dirs(explicit);
+    let Some(dir) = dirs
+        .iter()
+        .find(|d| d.join("libtorch_cuda.so").is_file())
+        .cloned()
+    else {
+        let looked = if dirs.is_empty() {
+            "no candidate folder".to_string()
+        } else {
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(DeviceError::NoCudaLibrary { looked });
+    };
+    let flags = libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL;
+    let mut libs = Vec::new();
+    for name in ["libc10_cuda.so", "libtorch_cuda.so"] {
+        let path = dir.join(name);
+        if !path.is_file() {
+            continue;
+        }
+        // SAFETY: loading libtorch's own CUDA libraries, whose initialisers
+        // register the CUDA back end with the already-loaded libtorch.
+        let lib =
+            unsafe { libloading::os::unix::Library::open(Some(&path), flags) }.map_err(|e| {
+                DeviceError::Load {
+                    path: path.clone(),
+                    message: e.to_string(),
+                }
+            })?;
+        libs.push(lib);
+    }
+    Ok((dir, libs))
+}
+
+#[derive(Default)]
+struct CudaProps {
+    name: Option<String>,
+    driver: Option<String>,
+    runtime: Option<String>,
+    capability: Option<String>,
+}
+
+/// Name, driver and runtime versions and compute capability, through the
+/// CUDA driver and runtime C APIs (already loaded by libtorch_cuda).
+fn cuda_properties(index: u32) -> CudaProps {
+    type GetName = unsafe extern "C" fn(*mut std::ffi::c_char, i32, i32) -> i32;
+    type GetVersion = unsafe extern "C" fn(*mut i32) -> i32;
+    type GetAttr = unsafe extern "C" fn(*mut i32, i32, i32) -> i32;
+    let mut props = CudaProps::default();
+    let ver = |v: i32| format!("{}.{}", v / 1000, (v % 1000) / 10);
+    // SAFETY: the signatures are those of the CUDA driver/runtime C APIs;
+    // buffers are sized as passed.
+    unsafe {
+        if let Ok(cuda) = libloading::Library::new("libcuda.so.1") {
+            if let Ok(f) = cuda.get::<GetName>(b"cuDeviceGetName") {
+                let mut buf = [0 as std::ffi::c_char; 256];
+                if f(buf.as_mut_ptr(), 256, index as i32) == 0 {
+                    props.name = Some(
+                        std::ffi::CStr::from_ptr(buf.as_ptr())
+                            .to_string_lossy()
+                            .into_owned(),
+                    );
+                }
+            }
+            if let Ok(f) = cuda.get::<GetVersion>(b"cuDriverGetVersion") {
+                let mut v = 0;
+                if f(&mut v) == 0 {
+                    props.driver = Some(format!("CUDA driver API {}", ver(v)));
+                }
+            }
+            std::mem::forget(cuda);
+        }
+        let this = libloading::os::unix::Library::this();
+        if let Ok(f) = this.get::<GetVersion>(b"cudaRuntimeGetVersion") {
+            let mut v = 0;
+            if f(&mut v) == 0 {
+                props.runtime = Some(ver(v));
+            }
+        }
+        if let Ok(f) = this.get::<GetAttr>(b"cudaDeviceGetAttribute") {
+            let (mut major, mut minor) = (0, 0);
+            // cudaDevAttrComputeCapabilityMajor = 75, Minor = 76.
+            if f(&mut major, 75, index as i32) == 0 && f(&mut minor, 76, index as i32) == 0 {
+                props.capability = Some(format!("{major}.{minor}"));
+            }
+        }
+    }
+    props
+}
+
+/// Host peak resident set size of this process (`VmHWM`).
+pub fn host_peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+}
+
+/// Reset `VmHWM` to the current RSS (`/proc/self/clear_refs` "5"). Returns
+/// whether the kernel allowed it; when not, the recorded peak is the
+/// process's peak so far.
+pub fn reset_host_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_requests_parse() {
+        assert_eq!(
+            "cuda:1".parse::<DeviceRequest>().unwrap(),
+            DeviceRequest::Cuda(1)
+        );
+        assert_eq!(
+            "cuda".parse::<DeviceRequest>().unwrap(),
+            DeviceRequest::Cuda(0)
+        );
+        assert_eq!(
+            "auto".parse::<DeviceRequest>().unwrap(),
+            DeviceRequest::Auto
+        );
+        let e = "gpu".parse::<DeviceRequest>().unwrap_err().to_string();
+        assert!(e.contains("expected auto, cpu, cuda or cuda:N"), "{e}");
+    }
+
+    #[test]
+    fn missing_cuda_library_is_a_clear_error() {
+        let dir = std::env::temp_dir().join("stallscope-no-cuda-here");
+        std::fs::create_dir_all(&dir).unwrap();
+        if cuda_search_dirs(None)
+            .iter()
+            .all(|d| !d.join("libtorch_cuda.so").is_file())
+        {
+            let e = DeviceCtx::open(DeviceRequest::Cuda(0), Some(&dir))
+                .err()
+                .expect("no CUDA library here")
+                .to_string();
+            assert!(e.contains("no libtorch_cuda.so was found"), "{e}");
+            assert!(e.contains("stallscope-no-cuda-here"), "{e}");
+            let ctx = DeviceCtx::open(DeviceRequest::Auto, Some(&dir)).unwrap();
+            assert!(!ctx.is_cuda());
+        }
+    }
+
+    #[test]
+    fn host_peak_rss_is_read() {
+        assert!(host_peak_rss().unwrap() > 1 << 20);
+    }
+}
