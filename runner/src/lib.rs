@@ -1,11 +1,13 @@
 //! The stallscope runner: command line, experiments, loader, device back ends.
 
+pub mod bundle_file;
 pub mod cli;
 pub mod commands;
 pub mod data;
 pub mod feed;
 pub mod loader;
 pub mod models;
+pub mod report;
 pub mod device;
 pub mod envinfo;
 pub mod shim;

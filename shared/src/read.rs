@@ -263,7 +263,9 @@ fn humanize(serde_msg: &str) -> (String, String) {
             " (JSON has no NaN or Infinity, and a number written as a string is not a number)",
         );
     }
-    let found = if let Some(field) = found.strip_prefix("missing field ") {
+    let found = if found.starts_with("integer `") || found.starts_with("floating point `") {
+        format!("found {}", found.replace('`', ""))
+    } else if let Some(field) = found.strip_prefix("missing field ") {
         format!("the field {} is missing", field.replace('`', "\""))
     } else if found.starts_with("unknown variant") {
         found.replace('`', "\"")

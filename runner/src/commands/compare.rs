@@ -1,8 +1,55 @@
-//! `stallscope compare`: side-by-side table of two bundles.
+//! `stallscope compare BASE NEW`: whole-run throughput side by side, in the
+//! manner of torch.utils.benchmark.Compare; exit 1 when NEW is slower than
+//! BASE beyond the threshold on any configuration (for CI gating), exit 2
+//! when a bundle cannot be read.
+
 use std::process::ExitCode;
 
-use crate::cli::CompareArgs;
+use stallscope_bundle::analysis::compare_bundles;
 
-pub fn run(_args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("compare: being written")
+use crate::bundle_file;
+use crate::cli::{CompareArgs, TableFormat};
+use crate::report;
+
+pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    if !(args.threshold.is_finite() && args.threshold >= 0.0) {
+        anyhow::bail!("--threshold {}: expected a non-negative percentage, e.g. 5", args.threshold);
+    }
+    let read = |p: &std::path::Path| match bundle_file::read(p) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            for p in e.paragraphs() {
+                eprintln!("{p}");
+            }
+            None
+        }
+    };
+    let (Some(base), Some(new)) = (read(&args.base), read(&args.new)) else {
+        return Ok(ExitCode::from(2));
+    };
+    let name = |p: &std::path::Path| p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let (base_name, new_name) = (name(&args.base), name(&args.new));
+    let c = compare_bundles(&base, &new, args.threshold);
+    let format = if args.json { TableFormat::Json } else { args.format };
+    match format {
+        TableFormat::Table => print!("{}", report::render_comparison_text(&c, &base_name, &new_name)),
+        TableFormat::Markdown => print!("{}", report::render_comparison_markdown(&c, &base_name, &new_name)),
+        TableFormat::Csv => print!("{}", report::render_comparison_csv(&c)),
+        TableFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report::render_comparison_json(&c, &args.base.display().to_string(), &args.new.display().to_string()))?
+        ),
+    }
+    let regressions = c.regressions();
+    if regressions.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!(
+            "{} configuration(s) slower than BASE by more than {}% in whole-run throughput: {}",
+            regressions.len(),
+            args.threshold,
+            regressions.iter().map(|(e, r)| format!("{}/{}", e.experiment_id, r.config_id)).collect::<Vec<_>>().join(", ")
+        );
+        Ok(ExitCode::from(1))
+    }
 }

@@ -1,8 +1,46 @@
-//! `stallscope validate`: check bundles, print every problem.
+//! `stallscope validate`: check bundles against the format; every problem of
+//! every file, each as one paragraph with its JSON path; exit 1 if any.
+
 use std::process::ExitCode;
 
+use crate::bundle_file;
 use crate::cli::ValidateArgs;
 
-pub fn run(_args: &ValidateArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("validate: being written")
+pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
+    let mut bad = 0usize;
+    let mut report = Vec::new();
+    for path in &args.bundles {
+        match bundle_file::read(path) {
+            Ok(b) => {
+                let configs: usize = b.experiments.iter().map(|e| e.configurations.len()).sum();
+                let runs: usize = b.experiments.iter().flat_map(|e| &e.configurations).map(|c| c.runs.len()).sum();
+                let provenance = if b.is_measured() { "measured" } else { "published" };
+                if !args.json {
+                    println!(
+                        "{}: valid — format {}, {provenance}, {} experiments, {configs} configurations, {runs} runs",
+                        path.display(),
+                        b.schema_version,
+                        b.experiments.len()
+                    );
+                }
+                report.push(serde_json::json!({"file": path, "valid": true, "problems": []}));
+            }
+            Err(e) => {
+                bad += 1;
+                let paragraphs = e.paragraphs();
+                if !args.json {
+                    for p in &paragraphs {
+                        eprintln!("{p}");
+                    }
+                }
+                report.push(serde_json::json!({"file": path, "valid": false, "problems": paragraphs}));
+            }
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if bad > 0 {
+        eprintln!("{bad} of {} bundle(s) invalid", args.bundles.len());
+    }
+    Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -1,0 +1,65 @@
+//! Bundles on disk: reading one with a message that names the file, and
+//! writing one atomically (temporary file in the same folder, then rename) so
+//! an interrupted write never leaves a truncated bundle.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use stallscope_bundle::{Bundle, MAX_BUNDLE_BYTES, ReadError, read_bundle};
+
+/// Why a bundle file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleFileError {
+    #[error("{path}: cannot read the file: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {error}")]
+    Bundle { path: PathBuf, error: ReadError },
+}
+
+impl BundleFileError {
+    /// One paragraph per problem, each starting with the file name.
+    pub fn paragraphs(&self) -> Vec<String> {
+        match self {
+            BundleFileError::Bundle { path, error } => error
+                .problems()
+                .into_iter()
+                .map(|p| format!("{}: {p}", path.display()))
+                .collect(),
+            other => vec![other.to_string()],
+        }
+    }
+}
+
+/// Read and validate a bundle file.
+pub fn read(path: &Path) -> Result<Bundle, BundleFileError> {
+    let io = |source| BundleFileError::Io { path: path.to_path_buf(), source };
+    // Refuse a huge file before reading it into memory.
+    let len = std::fs::metadata(path).map_err(io)?.len();
+    if len > MAX_BUNDLE_BYTES as u64 {
+        return Err(BundleFileError::Bundle {
+            path: path.to_path_buf(),
+            error: ReadError::TooLarge { bytes: len as usize, limit: MAX_BUNDLE_BYTES },
+        });
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
+    read_bundle(&bytes).map_err(|error| BundleFileError::Bundle { path: path.to_path_buf(), error })
+}
+
+/// Write a bundle atomically: `<path>.tmp-<pid>` then rename over `path`.
+pub fn write_atomic(path: &Path, bundle: &Bundle) -> std::io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("bundle.json");
+    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bundle.to_json_pretty().as_bytes())?;
+        f.write_all(b"\n")?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}

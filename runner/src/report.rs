@@ -1,0 +1,287 @@
+//! Terminal rendering of the shared analysis: the per-experiment comparison
+//! table (used by `run` at its end) and the two-bundle comparison (used by
+//! `compare`), as aligned text, Markdown, CSV or JSON. No figure is computed
+//! here: everything comes from `stallscope_bundle::analysis`.
+
+use stallscope_bundle::analysis::{
+    BundleComparison, Change, ComparisonTable, TableOptions, Unit, comparison_table, csv_field, show_ratio,
+    verdict,
+};
+use stallscope_bundle::{Bundle, Provenance};
+
+/// Align rows of cells into a text table with a header rule.
+pub fn align(header: &[String], rows: &[Vec<String>]) -> String {
+    let cols = header.len();
+    let mut width = vec![0usize; cols];
+    for row in std::iter::once(header).chain(rows.iter().map(|r| r.as_slice())) {
+        for (i, cell) in row.iter().enumerate().take(cols) {
+            width[i] = width[i].max(cell.chars().count());
+        }
+    }
+    let line = |row: &[String]| {
+        let mut s = String::new();
+        for (i, cell) in row.iter().enumerate().take(cols) {
+            let pad = width[i] - cell.chars().count();
+            if i == 0 {
+                s.push_str(&format!("  {cell}{}", " ".repeat(pad)));
+            } else {
+                s.push_str(&format!(" | {}{cell}", " ".repeat(pad)));
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = line(header);
+    out.push('\n');
+    out.push_str(&format!("  {}\n", "-".repeat(width.iter().sum::<usize>() + 3 * (cols - 1))));
+    for r in rows {
+        out.push_str(&line(r));
+        out.push('\n');
+    }
+    out
+}
+
+/// One experiment's table as aligned text: median [min–max], `*` best,
+/// ratio to the baseline, `(! N%)` noise flags.
+pub fn render_table(t: &ComparisonTable) -> String {
+    let mut header = vec!["configuration".to_string()];
+    header.extend(t.columns.iter().map(|c| c.heading_with_unit()));
+    let rows: Vec<Vec<String>> = t
+        .rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![r.label.clone()];
+            for (cell, col) in r.cells.iter().zip(&t.columns) {
+                row.push(match cell {
+                    None => "—".into(),
+                    Some(c) => {
+                        let mut s = c.text(&col.unit, true);
+                        if Some(&r.config_id) != t.baseline.as_ref()
+                            && let Some(ratio) = c.ratio_to_baseline
+                        {
+                            s.push_str(&format!(" ({})", show_ratio(ratio)));
+                        }
+                        if c.best {
+                            s = format!("*{s}");
+                        }
+                        s
+                    }
+                });
+            }
+            if let Some(f) = &r.failure {
+                row.push(f.clone());
+            }
+            row
+        })
+        .collect();
+    let mut out = align(&header, &rows);
+    if let Some(b) = &t.baseline {
+        out.push_str(&format!(
+            "  * best of the column; (N×) ratio to the baseline {b}; [min–max] over runs; (! N%) spread over median above 10%.\n"
+        ));
+    }
+    out
+}
+
+/// Every experiment of a bundle: title, verdict, table.
+pub fn render_bundle(b: &Bundle) -> String {
+    let mut out = String::new();
+    if let Provenance::Published { citation, .. } = &b.provenance {
+        out.push_str(&format!("PUBLISHED figures (not measured here): {}\n\n", citation.title));
+    }
+    for e in &b.experiments {
+        out.push_str(&format!("[ {} — {} ]\n", e.id, e.title));
+        if let Some(v) = verdict(e) {
+            out.push_str(&format!("  {}\n  ({})\n", v.headline, v.figure));
+        }
+        if !e.configurations.is_empty() {
+            let t = comparison_table(e, &TableOptions::default());
+            if !t.columns.is_empty() {
+                out.push_str(&render_table(&t));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn change_text(c: Option<Change>, threshold: f64) -> String {
+    match c {
+        Some(Change::Faster) => "faster".into(),
+        Some(Change::Slower) => format!("SLOWER (beyond {threshold}%)"),
+        Some(Change::Same) => "same".into(),
+        Some(Change::Noise) => "~ (within noise)".into(),
+        None => String::new(),
+    }
+}
+
+fn change_key(c: Option<Change>) -> &'static str {
+    match c {
+        Some(Change::Faster) => "faster",
+        Some(Change::Slower) => "slower",
+        Some(Change::Same) => "same",
+        Some(Change::Noise) => "noise",
+        None => "",
+    }
+}
+
+/// The two-bundle comparison as aligned text.
+pub fn render_comparison_text(c: &BundleComparison, base_name: &str, new_name: &str) -> String {
+    let mut out = String::new();
+    if !c.environment_differences.is_empty() {
+        out.push_str("WARNING: the two bundles differ in machine or settings:\n");
+        let rows: Vec<Vec<String>> = c
+            .environment_differences
+            .iter()
+            .map(|d| vec![d.field.clone(), d.base.clone(), d.new.clone()])
+            .collect();
+        out.push_str(&align(&["".into(), format!("BASE {base_name}"), format!("NEW {new_name}")], &rows));
+        out.push('\n');
+    }
+    for e in &c.experiments {
+        let phase = e.phase.map(|p| format!(", {} epochs", p.as_str())).unwrap_or_default();
+        out.push_str(&format!("[ {} — {}: {} (whole-run{phase}) ]\n", e.experiment_id, e.title, e.metric.label()));
+        if let Some(note) = &e.note {
+            out.push_str(&format!("  {note}\n\n"));
+            continue;
+        }
+        for d in &e.setting_differences {
+            out.push_str(&format!("  setting {} differs: BASE {} vs NEW {}\n", d.field, d.base, d.new));
+        }
+        let values: Vec<f64> = e.rows.iter().flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)]).flatten().collect();
+        let unit = Unit::for_values(e.metric.quantity(), &values);
+        let cell = |s: &Option<stallscope_bundle::analysis::Summary>| match s {
+            None => "—".to_string(),
+            Some(s) => {
+                let mut t = unit.show(s.median);
+                if s.n > 1 {
+                    t.push_str(&format!(" [{}–{}]", unit.number(s.min), unit.number(s.max)));
+                }
+                if s.noisy {
+                    t.push_str(&format!(" (! {:.0}%)", s.spread * 100.0));
+                }
+                t
+            }
+        };
+        let rows: Vec<Vec<String>> = e
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.label.clone(),
+                    cell(&r.base),
+                    cell(&r.new),
+                    r.ratio.map(show_ratio).unwrap_or_else(|| "—".into()),
+                    r.note.clone().unwrap_or_else(|| change_text(r.change, c.threshold_percent)),
+                ]
+            })
+            .collect();
+        out.push_str(&align(
+            &[
+                "configuration".into(),
+                format!("BASE {base_name}"),
+                format!("NEW {new_name}"),
+                "NEW/BASE".into(),
+                "".into(),
+            ],
+            &rows,
+        ));
+        out.push('\n');
+    }
+    out
+}
+
+/// The two-bundle comparison as Markdown.
+pub fn render_comparison_markdown(c: &BundleComparison, base_name: &str, new_name: &str) -> String {
+    let mut out = String::new();
+    if !c.environment_differences.is_empty() {
+        out.push_str("**The two bundles differ in machine or settings:**\n\n| | BASE | NEW |\n|---|---|---|\n");
+        for d in &c.environment_differences {
+            out.push_str(&format!("| {} | {} | {} |\n", md(&d.field), md(&d.base), md(&d.new)));
+        }
+        out.push('\n');
+    }
+    for e in &c.experiments {
+        out.push_str(&format!("### {} — {} ({}, whole-run)\n\n", md(&e.experiment_id), md(&e.title), e.metric.label()));
+        if let Some(note) = &e.note {
+            out.push_str(&format!("{}\n\n", md(note)));
+            continue;
+        }
+        out.push_str(&format!("| configuration | BASE {} | NEW {} | NEW/BASE | |\n|---|---:|---:|---:|---|\n", md(base_name), md(new_name)));
+        let values: Vec<f64> = e.rows.iter().flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)]).flatten().collect();
+        let unit = Unit::for_values(e.metric.quantity(), &values);
+        for r in &e.rows {
+            let show = |s: &Option<stallscope_bundle::analysis::Summary>| s.map(|s| unit.show(s.median)).unwrap_or_else(|| "—".into());
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} |\n",
+                md(&r.label),
+                show(&r.base),
+                show(&r.new),
+                r.ratio.map(show_ratio).unwrap_or_else(|| "—".into()),
+                md(&r.note.clone().unwrap_or_else(|| change_text(r.change, c.threshold_percent)))
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The two-bundle comparison as CSV (raw numbers in base units).
+pub fn render_comparison_csv(c: &BundleComparison) -> String {
+    let mut out = String::from("experiment,configuration,metric,phase,base_median,base_min,base_max,new_median,new_min,new_max,ratio,change,note\n");
+    for e in &c.experiments {
+        for r in &e.rows {
+            let num = |s: &Option<stallscope_bundle::analysis::Summary>| match s {
+                Some(s) => format!("{},{},{}", s.median, s.min, s.max),
+                None => ",,".into(),
+            };
+            out.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{}\n",
+                csv_field(&e.experiment_id),
+                csv_field(&r.config_id),
+                csv_field(e.metric.label()),
+                e.phase.map(|p| p.as_str()).unwrap_or(""),
+                num(&r.base),
+                num(&r.new),
+                r.ratio.map(|x| x.to_string()).unwrap_or_default(),
+                change_key(r.change),
+                csv_field(r.note.as_deref().unwrap_or(""))
+            ));
+        }
+    }
+    out
+}
+
+/// The two-bundle comparison as JSON.
+pub fn render_comparison_json(c: &BundleComparison, base: &str, new: &str) -> serde_json::Value {
+    let summary = |s: &Option<stallscope_bundle::analysis::Summary>| {
+        s.map(|s| serde_json::json!({"median": s.median, "min": s.min, "max": s.max, "n": s.n, "noisy": s.noisy}))
+    };
+    serde_json::json!({
+        "base": base,
+        "new": new,
+        "threshold_percent": c.threshold_percent,
+        "environment_differences": c.environment_differences.iter().map(|d| serde_json::json!({"field": d.field, "base": d.base, "new": d.new})).collect::<Vec<_>>(),
+        "experiments": c.experiments.iter().map(|e| serde_json::json!({
+            "id": e.experiment_id,
+            "title": e.title,
+            "metric": e.metric.label(),
+            "timing_mode": "whole_run",
+            "phase": e.phase.map(|p| p.as_str()),
+            "note": e.note,
+            "rows": e.rows.iter().map(|r| serde_json::json!({
+                "configuration": r.config_id,
+                "label": r.label,
+                "base": summary(&r.base),
+                "new": summary(&r.new),
+                "ratio": r.ratio,
+                "change": change_key(r.change),
+                "note": r.note,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "regressions": c.regressions().len(),
+    })
+}
+
+fn md(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
