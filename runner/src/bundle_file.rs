@@ -36,24 +36,39 @@ impl BundleFileError {
 
 /// Read and validate a bundle file.
 pub fn read(path: &Path) -> Result<Bundle, BundleFileError> {
-    let io = |source| BundleFileError::Io { path: path.to_path_buf(), source };
+    let io = |source| BundleFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     // Refuse a huge file before reading it into memory.
     let len = std::fs::metadata(path).map_err(io)?.len();
     if len > MAX_BUNDLE_BYTES as u64 {
         return Err(BundleFileError::Bundle {
             path: path.to_path_buf(),
-            error: ReadError::TooLarge { bytes: len as usize, limit: MAX_BUNDLE_BYTES },
+            error: ReadError::TooLarge {
+                bytes: len as usize,
+                limit: MAX_BUNDLE_BYTES,
+            },
         });
     }
     let bytes = std::fs::read(path).map_err(io)?;
-    read_bundle(&bytes).map_err(|error| BundleFileError::Bundle { path: path.to_path_buf(), error })
+    read_bundle(&bytes).map_err(|error| BundleFileError::Bundle {
+        path: path.to_path_buf(),
+        error,
+    })
 }
 
 /// Write a bundle atomically: `<path>.tmp-<pid>` then rename over `path`.
 pub fn write_atomic(path: &Path, bundle: &Bundle) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("bundle.json");
+    let file_name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("bundle.json");
     let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
     {
         let mut f = std::fs::File::create(&tmp)?;

@@ -4,8 +4,8 @@
 //! here: everything comes from `stallscope_bundle::analysis`.
 
 use stallscope_bundle::analysis::{
-    BundleComparison, Change, ComparisonTable, TableOptions, Unit, comparison_table, csv_field, show_ratio,
-    verdict,
+    BundleComparison, Change, ComparisonTable, TableOptions, Unit, comparison_table, csv_field,
+    show_ratio, verdict,
 };
 use stallscope_bundle::{Bundle, Provenance};
 
@@ -32,7 +32,10 @@ pub fn align(header: &[String], rows: &[Vec<String>]) -> String {
     };
     let mut out = line(header);
     out.push('\n');
-    out.push_str(&format!("  {}\n", "-".repeat(width.iter().sum::<usize>() + 3 * (cols - 1))));
+    out.push_str(&format!(
+        "  {}\n",
+        "-".repeat(width.iter().sum::<usize>() + 3 * (cols - 1))
+    ));
     for r in rows {
         out.push_str(&line(r));
         out.push('\n');
@@ -86,7 +89,10 @@ pub fn render_table(t: &ComparisonTable) -> String {
 pub fn render_bundle(b: &Bundle) -> String {
     let mut out = String::new();
     if let Provenance::Published { citation, .. } = &b.provenance {
-        out.push_str(&format!("PUBLISHED figures (not measured here): {}\n\n", citation.title));
+        out.push_str(&format!(
+            "PUBLISHED figures (not measured here): {}\n\n",
+            citation.title
+        ));
     }
     for e in &b.experiments {
         out.push_str(&format!("[ {} — {} ]\n", e.id, e.title));
@@ -134,20 +140,43 @@ pub fn render_comparison_text(c: &BundleComparison, base_name: &str, new_name: &
             .iter()
             .map(|d| vec![d.field.clone(), d.base.clone(), d.new.clone()])
             .collect();
-        out.push_str(&align(&["".into(), format!("BASE {base_name}"), format!("NEW {new_name}")], &rows));
+        out.push_str(&align(
+            &[
+                "".into(),
+                format!("BASE {base_name}"),
+                format!("NEW {new_name}"),
+            ],
+            &rows,
+        ));
         out.push('\n');
     }
     for e in &c.experiments {
-        let phase = e.phase.map(|p| format!(", {} epochs", p.as_str())).unwrap_or_default();
-        out.push_str(&format!("[ {} — {}: {} (whole-run{phase}) ]\n", e.experiment_id, e.title, e.metric.label()));
+        let phase = e
+            .phase
+            .map(|p| format!(", {} epochs", p.as_str()))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "[ {} — {}: {} (whole-run{phase}) ]\n",
+            e.experiment_id,
+            e.title,
+            e.metric.label()
+        ));
         if let Some(note) = &e.note {
             out.push_str(&format!("  {note}\n\n"));
             continue;
         }
         for d in &e.setting_differences {
-            out.push_str(&format!("  setting {} differs: BASE {} vs NEW {}\n", d.field, d.base, d.new));
+            out.push_str(&format!(
+                "  setting {} differs: BASE {} vs NEW {}\n",
+                d.field, d.base, d.new
+            ));
         }
-        let values: Vec<f64> = e.rows.iter().flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)]).flatten().collect();
+        let values: Vec<f64> = e
+            .rows
+            .iter()
+            .flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)])
+            .flatten()
+            .collect();
         let unit = Unit::for_values(e.metric.quantity(), &values);
         let cell = |s: &Option<stallscope_bundle::analysis::Summary>| match s {
             None => "—".to_string(),
@@ -171,7 +200,9 @@ pub fn render_comparison_text(c: &BundleComparison, base_name: &str, new_name: &
                     cell(&r.base),
                     cell(&r.new),
                     r.ratio.map(show_ratio).unwrap_or_else(|| "—".into()),
-                    r.note.clone().unwrap_or_else(|| change_text(r.change, c.threshold_percent)),
+                    r.note
+                        .clone()
+                        .unwrap_or_else(|| change_text(r.change, c.threshold_percent)),
                 ]
             })
             .collect();
@@ -196,28 +227,52 @@ pub fn render_comparison_markdown(c: &BundleComparison, base_name: &str, new_nam
     if !c.environment_differences.is_empty() {
         out.push_str("**The two bundles differ in machine or settings:**\n\n| | BASE | NEW |\n|---|---|---|\n");
         for d in &c.environment_differences {
-            out.push_str(&format!("| {} | {} | {} |\n", md(&d.field), md(&d.base), md(&d.new)));
+            out.push_str(&format!(
+                "| {} | {} | {} |\n",
+                md(&d.field),
+                md(&d.base),
+                md(&d.new)
+            ));
         }
         out.push('\n');
     }
     for e in &c.experiments {
-        out.push_str(&format!("### {} — {} ({}, whole-run)\n\n", md(&e.experiment_id), md(&e.title), e.metric.label()));
+        out.push_str(&format!(
+            "### {} — {} ({}, whole-run)\n\n",
+            md(&e.experiment_id),
+            md(&e.title),
+            e.metric.label()
+        ));
         if let Some(note) = &e.note {
             out.push_str(&format!("{}\n\n", md(note)));
             continue;
         }
-        out.push_str(&format!("| configuration | BASE {} | NEW {} | NEW/BASE | |\n|---|---:|---:|---:|---|\n", md(base_name), md(new_name)));
-        let values: Vec<f64> = e.rows.iter().flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)]).flatten().collect();
+        out.push_str(&format!(
+            "| configuration | BASE {} | NEW {} | NEW/BASE | |\n|---|---:|---:|---:|---|\n",
+            md(base_name),
+            md(new_name)
+        ));
+        let values: Vec<f64> = e
+            .rows
+            .iter()
+            .flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)])
+            .flatten()
+            .collect();
         let unit = Unit::for_values(e.metric.quantity(), &values);
         for r in &e.rows {
-            let show = |s: &Option<stallscope_bundle::analysis::Summary>| s.map(|s| unit.show(s.median)).unwrap_or_else(|| "—".into());
+            let show = |s: &Option<stallscope_bundle::analysis::Summary>| {
+                s.map(|s| unit.show(s.median)).unwrap_or_else(|| "—".into())
+            };
             out.push_str(&format!(
                 "| {} | {} | {} | {} | {} |\n",
                 md(&r.label),
                 show(&r.base),
                 show(&r.new),
                 r.ratio.map(show_ratio).unwrap_or_else(|| "—".into()),
-                md(&r.note.clone().unwrap_or_else(|| change_text(r.change, c.threshold_percent)))
+                md(&r
+                    .note
+                    .clone()
+                    .unwrap_or_else(|| change_text(r.change, c.threshold_percent)))
             ));
         }
         out.push('\n');
@@ -227,7 +282,9 @@ pub fn render_comparison_markdown(c: &BundleComparison, base_name: &str, new_nam
 
 /// The two-bundle comparison as CSV (raw numbers in base units).
 pub fn render_comparison_csv(c: &BundleComparison) -> String {
-    let mut out = String::from("experiment,configuration,metric,phase,base_median,base_min,base_max,new_median,new_min,new_max,ratio,change,note\n");
+    let mut out = String::from(
+        "experiment,configuration,metric,phase,base_median,base_min,base_max,new_median,new_min,new_max,ratio,change,note\n",
+    );
     for e in &c.experiments {
         for r in &e.rows {
             let num = |s: &Option<stallscope_bundle::analysis::Summary>| match s {

@@ -17,15 +17,27 @@ fn stallscope(args: &[&str]) -> Output {
 }
 
 fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 #[test]
 fn validate_accepts_the_published_and_measured_fixtures() {
-    let o = stallscope(&["validate", "published/fashionmnist-batch-sweep.json", "measured/example-before.json"]);
+    let o = stallscope(&[
+        "validate",
+        "published/fashionmnist-batch-sweep.json",
+        "measured/example-before.json",
+    ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
-    assert!(out.contains("published/fashionmnist-batch-sweep.json: valid — format 1.0, published, 3 experiments"), "{out}");
+    assert!(
+        out.contains(
+            "published/fashionmnist-batch-sweep.json: valid — format 1.0, published, 3 experiments"
+        ),
+        "{out}"
+    );
 }
 
 #[test]
@@ -43,9 +55,19 @@ fn validate_reports_every_bad_file_with_its_name_and_exits_1() {
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(!err.contains("panicked"), "{err}");
     for n in &names {
-        assert!(err.lines().any(|l| l.starts_with(&format!("{n}: "))), "no message for {n}:\n{err}");
+        assert!(
+            err.lines().any(|l| l.starts_with(&format!("{n}: "))),
+            "no message for {n}:\n{err}"
+        );
     }
-    assert!(err.contains(&format!("{} of {} bundle(s) invalid", names.len(), names.len())), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} of {} bundle(s) invalid",
+            names.len(),
+            names.len()
+        )),
+        "{err}"
+    );
     assert!(err.contains("bad/negative-seconds.json: at $.experiments[0].configurations[2].runs[0].whole_run.seconds: found -"), "{err}");
 }
 
@@ -54,7 +76,10 @@ fn validate_names_a_missing_file() {
     let o = stallscope(&["validate", "no/such/bundle.json"]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1));
-    assert!(err.contains("no/such/bundle.json: cannot read the file"), "{err}");
+    assert!(
+        err.contains("no/such/bundle.json: cannot read the file"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -68,22 +93,45 @@ fn validate_refuses_a_50_megabyte_file_without_reading_it_whole() {
     let (_, err) = text(&o);
     std::fs::remove_dir_all(&dir).ok();
     assert_eq!(o.status.code(), Some(1));
-    assert!(err.contains("big.json: the file is 50000000 bytes") && err.contains("at most"), "{err}");
+    assert!(
+        err.contains("big.json: the file is 50000000 bytes") && err.contains("at most"),
+        "{err}"
+    );
 }
 
 #[test]
 fn compare_prints_the_side_by_side_table() {
-    let o = stallscope(&["compare", "measured/example-before.json", "measured/example-after.json", "--threshold", "30"]);
+    let o = stallscope(&[
+        "compare",
+        "measured/example-before.json",
+        "measured/example-after.json",
+        "--threshold",
+        "30",
+    ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(out.contains("[ batch_sweep — "), "{out}");
-    assert!(out.contains("BASE example-before") && out.contains("NEW example-after") && out.contains("NEW/BASE"), "{out}");
-    assert!(out.contains("oom_probe") && out.contains("not applicable"), "{out}");
+    assert!(
+        out.contains("BASE example-before")
+            && out.contains("NEW example-after")
+            && out.contains("NEW/BASE"),
+        "{out}"
+    );
+    assert!(
+        out.contains("oom_probe") && out.contains("not applicable"),
+        "{out}"
+    );
 }
 
 #[test]
 fn compare_exits_1_on_a_regression_beyond_the_threshold() {
-    let o = stallscope(&["compare", "measured/example-before.json", "measured/example-after.json", "--threshold", "5"]);
+    let o = stallscope(&[
+        "compare",
+        "measured/example-before.json",
+        "measured/example-after.json",
+        "--threshold",
+        "5",
+    ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(out.contains("SLOWER (beyond 5%)"), "{out}");
@@ -92,8 +140,18 @@ fn compare_exits_1_on_a_regression_beyond_the_threshold() {
 
 #[test]
 fn compare_formats() {
-    for (fmt, needle) in [("markdown", "| configuration | BASE"), ("csv", "experiment,configuration,metric"), ("json", "\"regressions\"")] {
-        let o = stallscope(&["compare", "measured/example-before.json", "measured/example-before.json", "--format", fmt]);
+    for (fmt, needle) in [
+        ("markdown", "| configuration | BASE"),
+        ("csv", "experiment,configuration,metric"),
+        ("json", "\"regressions\""),
+    ] {
+        let o = stallscope(&[
+            "compare",
+            "measured/example-before.json",
+            "measured/example-before.json",
+            "--format",
+            fmt,
+        ]);
         let (out, err) = text(&o);
         assert_eq!(o.status.code(), Some(0), "{fmt}: {err}");
         assert!(out.contains(needle), "{fmt}: {out}");
@@ -104,32 +162,64 @@ fn compare_formats() {
 fn compare_refuses_diagnostic_against_whole_run() {
     let before = std::fs::read_to_string(fixtures().join("measured/example-before.json")).unwrap();
     let mut v: serde_json::Value = serde_json::from_str(&before).unwrap();
-    for c in v["experiments"][0]["configurations"].as_array_mut().unwrap() {
-        c["runs"].as_array_mut().unwrap().retain(|r| r["timing_mode"] == "diagnostic");
+    for c in v["experiments"][0]["configurations"]
+        .as_array_mut()
+        .unwrap()
+    {
+        c["runs"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|r| r["timing_mode"] == "diagnostic");
     }
     let dir = std::env::temp_dir().join(format!("stallscope-diag-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("diagnostic-only.json");
     std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
-    let o = stallscope(&["compare", "measured/example-before.json", p.to_str().unwrap()]);
+    let o = stallscope(&[
+        "compare",
+        "measured/example-before.json",
+        p.to_str().unwrap(),
+    ]);
     let (out, _) = text(&o);
     std::fs::remove_dir_all(&dir).ok();
-    assert!(out.contains("refused: one side has only diagnostic figures"), "{out}");
-    assert!(out.contains("synchronizes at every stage boundary"), "{out}");
+    assert!(
+        out.contains("refused: one side has only diagnostic figures"),
+        "{out}"
+    );
+    assert!(
+        out.contains("synchronizes at every stage boundary"),
+        "{out}"
+    );
 }
 
 #[test]
 fn compare_published_against_measured_warns_about_the_machine() {
-    let o = stallscope(&["compare", "published/fashionmnist-batch-sweep.json", "measured/example-before.json", "--threshold", "100"]);
+    let o = stallscope(&[
+        "compare",
+        "published/fashionmnist-batch-sweep.json",
+        "measured/example-before.json",
+        "--threshold",
+        "100",
+    ]);
     let (out, _) = text(&o);
-    assert!(out.contains("WARNING: the two bundles differ in machine or settings"), "{out}");
+    assert!(
+        out.contains("WARNING: the two bundles differ in machine or settings"),
+        "{out}"
+    );
     assert!(out.contains("published: "), "{out}");
 }
 
 #[test]
 fn compare_names_an_unreadable_bundle_and_exits_2() {
-    let o = stallscope(&["compare", "bad/truncated.json", "measured/example-before.json"]);
+    let o = stallscope(&[
+        "compare",
+        "bad/truncated.json",
+        "measured/example-before.json",
+    ]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
-    assert!(err.starts_with("bad/truncated.json: not valid JSON at line"), "{err}");
+    assert!(
+        err.starts_with("bad/truncated.json: not valid JSON at line"),
+        "{err}"
+    );
 }

@@ -13,7 +13,10 @@ use crate::report;
 
 pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
-        anyhow::bail!("--threshold {}: expected a non-negative percentage, e.g. 5", args.threshold);
+        anyhow::bail!(
+            "--threshold {}: expected a non-negative percentage, e.g. 5",
+            args.threshold
+        );
     }
     let read = |p: &std::path::Path| match bundle_file::read(p) {
         Ok(b) => Some(b),
@@ -27,17 +30,35 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let (Some(base), Some(new)) = (read(&args.base), read(&args.new)) else {
         return Ok(ExitCode::from(2));
     };
-    let name = |p: &std::path::Path| p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = |p: &std::path::Path| {
+        p.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
     let (base_name, new_name) = (name(&args.base), name(&args.new));
     let c = compare_bundles(&base, &new, args.threshold);
-    let format = if args.json { TableFormat::Json } else { args.format };
+    let format = if args.json {
+        TableFormat::Json
+    } else {
+        args.format
+    };
     match format {
-        TableFormat::Table => print!("{}", report::render_comparison_text(&c, &base_name, &new_name)),
-        TableFormat::Markdown => print!("{}", report::render_comparison_markdown(&c, &base_name, &new_name)),
+        TableFormat::Table => print!(
+            "{}",
+            report::render_comparison_text(&c, &base_name, &new_name)
+        ),
+        TableFormat::Markdown => print!(
+            "{}",
+            report::render_comparison_markdown(&c, &base_name, &new_name)
+        ),
         TableFormat::Csv => print!("{}", report::render_comparison_csv(&c)),
         TableFormat::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&report::render_comparison_json(&c, &args.base.display().to_string(), &args.new.display().to_string()))?
+            serde_json::to_string_pretty(&report::render_comparison_json(
+                &c,
+                &args.base.display().to_string(),
+                &args.new.display().to_string()
+            ))?
         ),
     }
     let regressions = c.regressions();
@@ -48,7 +69,11 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
             "{} configuration(s) slower than BASE by more than {}% in whole-run throughput: {}",
             regressions.len(),
             args.threshold,
-            regressions.iter().map(|(e, r)| format!("{}/{}", e.experiment_id, r.config_id)).collect::<Vec<_>>().join(", ")
+            regressions
+                .iter()
+                .map(|(e, r)| format!("{}/{}", e.experiment_id, r.config_id))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         Ok(ExitCode::from(1))
     }

@@ -13,8 +13,17 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         match bundle_file::read(path) {
             Ok(b) => {
                 let configs: usize = b.experiments.iter().map(|e| e.configurations.len()).sum();
-                let runs: usize = b.experiments.iter().flat_map(|e| &e.configurations).map(|c| c.runs.len()).sum();
-                let provenance = if b.is_measured() { "measured" } else { "published" };
+                let runs: usize = b
+                    .experiments
+                    .iter()
+                    .flat_map(|e| &e.configurations)
+                    .map(|c| c.runs.len())
+                    .sum();
+                let provenance = if b.is_measured() {
+                    "measured"
+                } else {
+                    "published"
+                };
                 if !args.json {
                     println!(
                         "{}: valid — format {}, {provenance}, {} experiments, {configs} configurations, {runs} runs",
@@ -33,7 +42,9 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
                         eprintln!("{p}");
                     }
                 }
-                report.push(serde_json::json!({"file": path, "valid": false, "problems": paragraphs}));
+                report.push(
+                    serde_json::json!({"file": path, "valid": false, "problems": paragraphs}),
+                );
             }
         }
     }
@@ -42,5 +53,9 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     } else if bad > 0 {
         eprintln!("{bad} of {} bundle(s) invalid", args.bundles.len());
     }
-    Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
