@@ -1,5 +1,6 @@
 //! `cargo xtask <task>`: setup, test, demo, bench, schema.
 mod bench;
+mod browser;
 mod cmd;
 mod demo;
 mod libtorch;
@@ -52,7 +53,7 @@ fn run() -> Result<()> {
 }
 
 /// The workspace root: the folder above this crate's manifest.
-fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));

@@ -1,0 +1,236 @@
+//! Charts drawn with plotters on a canvas: the canvas' backing store is sized
+//! to its CSS size × `devicePixelRatio` so lines and text stay sharp on
+//! high-DPI screens, and every size below is given in CSS pixels and scaled.
+//!
+//! Axes are plain `f64` ranges with explicit key points; a wide range
+//! (largest / smallest ≥ 16) is drawn in log₂ space with labels in the
+//! original values, so every chart has one coordinate type.
+
+pub mod epochs;
+pub mod stages;
+pub mod steps;
+pub mod throughput;
+
+use std::ops::Range;
+
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+use plotters_canvas::CanvasBackend;
+use web_sys::HtmlCanvasElement;
+
+/// A chart that could not be drawn, in words.
+pub type ChartResult = Result<(), String>;
+
+/// One coordinate type for every axis: an `f64` range whose mesh lines and
+/// labels sit at the given key points.
+#[derive(Clone)]
+pub struct AxisCoord {
+    inner: RangedCoordf64,
+    keys: Vec<f64>,
+}
+
+impl AxisCoord {
+    pub fn new(range: Range<f64>, keys: Vec<f64>) -> AxisCoord {
+        AxisCoord {
+            inner: range.into(),
+            keys,
+        }
+    }
+}
+
+impl Ranged for AxisCoord {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.keys.clone()
+        }
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.inner.range()
+    }
+}
+
+pub const SERIES_BLUE: RGBColor = RGBColor(31, 100, 180);
+pub const MEMORY_ORANGE: RGBColor = RGBColor(220, 120, 20);
+pub const SWEET_GREEN: RGBColor = RGBColor(20, 150, 70);
+pub const WAIT_RED: RGBColor = RGBColor(205, 60, 60);
+pub const TRANSFER_PURPLE: RGBColor = RGBColor(130, 90, 190);
+pub const COMPUTE_SLATE: RGBColor = RGBColor(90, 120, 150);
+pub const GRID: RGBColor = RGBColor(225, 225, 225);
+
+/// The canvas prepared for drawing, and the scale from CSS to device pixels.
+pub struct Surface {
+    pub backend: CanvasBackend,
+    pub dpr: f64,
+}
+
+impl Surface {
+    /// Size the backing store to the canvas' CSS box × devicePixelRatio.
+    pub fn new(canvas: &HtmlCanvasElement) -> Result<Surface, String> {
+        let dpr = web_sys::window()
+            .map(|w| w.device_pixel_ratio())
+            .unwrap_or(1.0)
+            .max(1.0);
+        let css_w = canvas.client_width().max(320) as f64;
+        let css_h = canvas.client_height().max(200) as f64;
+        canvas.set_width((css_w * dpr).round() as u32);
+        canvas.set_height((css_h * dpr).round() as u32);
+        let backend = CanvasBackend::with_canvas_object(canvas.clone())
+            .ok_or_else(|| "the browser gave no 2D context for the chart".to_string())?;
+        Ok(Surface { backend, dpr })
+    }
+}
+
+/// Turn any plotters error into text.
+pub fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("drawing failed: {e:?}")
+}
+
+/// An axis: linear, or log₂ when the values span a wide range.
+#[derive(Debug, Clone, Copy)]
+pub struct Axis {
+    pub log: bool,
+}
+
+impl Axis {
+    /// Log when every value is positive and the largest is ≥ 16× the smallest.
+    pub fn for_values(values: &[f64]) -> Axis {
+        let (lo, hi) = bounds(values);
+        Axis {
+            log: lo > 0.0 && hi / lo >= 16.0,
+        }
+    }
+
+    pub fn linear() -> Axis {
+        Axis { log: false }
+    }
+
+    /// Data value to drawing coordinate.
+    pub fn fwd(&self, v: f64) -> f64 {
+        if self.log {
+            v.max(f64::MIN_POSITIVE).log2()
+        } else {
+            v
+        }
+    }
+
+    /// Drawing coordinate to data value.
+    pub fn back(&self, v: f64) -> f64 {
+        if self.log { v.exp2() } else { v }
+    }
+
+    /// A coordinate range covering `values`, padded, with key points: the
+    /// given `ticks` (data values) or, when `None`, ones that are round in
+    /// the displayed unit (value × `unit_factor`).
+    pub fn coord(
+        &self,
+        values: &[f64],
+        include_zero: bool,
+        ticks: Option<Vec<f64>>,
+        unit_factor: f64,
+    ) -> AxisCoord {
+        let (mut lo, mut hi) = bounds(values);
+        if !lo.is_finite() {
+            (lo, hi) = (0.0, 1.0);
+        }
+        let (mut a, mut b) = if self.log {
+            (self.fwd(lo), self.fwd(hi))
+        } else {
+            (if include_zero { lo.min(0.0) } else { lo }, hi)
+        };
+        if (b - a).abs() < 1e-12 {
+            a -= 0.5;
+            b += 0.5;
+        }
+        let pad = (b - a) * 0.06;
+        let (a, b) = if !self.log && include_zero && a >= 0.0 {
+            (0.0, b + pad)
+        } else {
+            (a - pad, b + pad)
+        };
+        let keys = match ticks {
+            Some(t) => t
+                .into_iter()
+                .map(|v| self.fwd(v))
+                .filter(|v| *v >= a && *v <= b)
+                .collect(),
+            None if self.log => (a.ceil() as i64..=b.floor() as i64)
+                .map(|k| k as f64)
+                .collect(),
+            None => nice_ticks(a * unit_factor, b * unit_factor)
+                .into_iter()
+                .map(|t| t / unit_factor)
+                .collect(),
+        };
+        AxisCoord::new(a..b, keys)
+    }
+}
+
+/// Smallest and largest finite values.
+pub fn bounds(values: &[f64]) -> (f64, f64) {
+    values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        })
+}
+
+/// About six round ticks between `a` and `b`.
+pub fn nice_ticks(a: f64, b: f64) -> Vec<f64> {
+    let span = (b - a).abs().max(f64::MIN_POSITIVE);
+    let raw = span / 6.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * mag)
+        .find(|s| span / s <= 7.0)
+        .unwrap_or(10.0 * mag);
+    let mut t = (a / step).ceil() * step;
+    let mut out = Vec::new();
+    while t <= b + step * 1e-9 && out.len() < 20 {
+        out.push(if t.abs() < step * 1e-9 { 0.0 } else { t });
+        t += step;
+    }
+    out
+}
+
+/// Compact number for axis labels: 16k, 1.5M, 0.25.
+pub fn short_number(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{}G", trim(v / 1e9))
+    } else if a >= 1e6 {
+        format!("{}M", trim(v / 1e6))
+    } else if a >= 1e4 {
+        format!("{}k", trim(v / 1e3))
+    } else {
+        trim(v)
+    }
+}
+
+fn trim(v: f64) -> String {
+    let s = if v.abs() >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}

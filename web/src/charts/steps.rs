@@ -1,0 +1,158 @@
+//! The distribution of per-step times (next-wait + transfer + compute, from a
+//! diagnostic run's `steps` columns) as a histogram, log-binned when the
+//! range is wide, with the run's own median and p95 marked.
+//!
+//! The binning is display only; it computes no figure that is shown as a
+//! number (the median and p95 come from the bundle's `step` statistics).
+
+use plotters::prelude::*;
+use stallscope_bundle::analysis::{Quantity, Unit};
+use stallscope_bundle::{Configuration, Experiment, Run};
+use web_sys::HtmlCanvasElement;
+
+use super::*;
+
+const BINS: usize = 60;
+
+/// Configurations that have per-step records.
+pub fn configurations_with_steps(e: &Experiment) -> Vec<&Configuration> {
+    e.configurations
+        .iter()
+        .filter(|c| step_run(c).is_some())
+        .collect()
+}
+
+/// The first diagnostic run of a configuration with per-step records.
+pub fn step_run(c: &Configuration) -> Option<&Run> {
+    c.runs
+        .iter()
+        .find(|r| r.steps.as_ref().is_some_and(|s| !s.compute_ns.is_empty()))
+}
+
+pub fn draw(canvas: &HtmlCanvasElement, c: &Configuration) -> ChartResult {
+    let run = step_run(c).ok_or("this configuration has no per-step records")?;
+    let series = run.steps.as_ref().ok_or("no per-step records")?;
+    let n = series
+        .compute_ns
+        .len()
+        .min(series.transfer_ns.len())
+        .min(series.next_wait_ns.len());
+    let mut lo = u64::MAX;
+    let mut hi = 0u64;
+    let totals: Vec<u64> = (0..n)
+        .map(|i| {
+            let t = series.next_wait_ns[i] + series.transfer_ns[i] + series.compute_ns[i];
+            lo = lo.min(t);
+            hi = hi.max(t);
+            t
+        })
+        .collect();
+    if totals.is_empty() {
+        return Err("no steps".into());
+    }
+    let (lo_s, hi_s) = (lo as f64 * 1e-9, hi as f64 * 1e-9);
+    let axis = Axis::for_values(&[lo_s.max(1e-9), hi_s]);
+    let (a, b) = (axis.fwd(lo_s.max(1e-9)), axis.fwd(hi_s));
+    let width = ((b - a) / BINS as f64).max(1e-12);
+    let mut counts = vec![0u64; BINS];
+    for t in &totals {
+        let v = axis.fwd((*t as f64 * 1e-9).max(1e-9));
+        let k = (((v - a) / width) as usize).min(BINS - 1);
+        counts[k] += 1;
+    }
+    let max_count = counts.iter().copied().max().unwrap_or(1) as f64;
+    let unit = Unit::for_values(Quantity::Duration, &[lo_s, hi_s]);
+
+    let s = Surface::new(canvas)?;
+    let dpr = s.dpr;
+    let px = |v: f64| (v * dpr).round() as u32;
+    let font = |v: f64| ("sans-serif", v * dpr).into_font();
+    let root = s.backend.into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let x_coord = axis.coord(&[lo_s.max(1e-9), hi_s], false, None, unit.factor);
+    let y_coord = Axis::linear().coord(&[0.0, max_count], true, None, 1.0);
+    let mut chart = ChartBuilder::on(&root)
+        .margin(px(12.0))
+        .caption(
+            format!(
+                "Per-step time of {} — {} steps, run {} (diagnostic — synchronized at every stage)",
+                c.label,
+                stallscope_bundle::analysis::group_thousands(&n.to_string()),
+                run.id
+            ),
+            font(15.0),
+        )
+        .x_label_area_size(px(44.0))
+        .y_label_area_size(px(70.0))
+        .build_cartesian_2d(x_coord, y_coord)
+        .map_err(err)?;
+    let x_fmt = |v: &f64| unit.number(axis.back(*v));
+    chart
+        .configure_mesh()
+        .light_line_style(WHITE)
+        .bold_line_style(GRID)
+        .x_desc(format!(
+            "step time: next-wait + transfer + compute [{}]{}",
+            unit.suffix,
+            if axis.log { " (log scale)" } else { "" }
+        ))
+        .y_desc("steps")
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&|v: &f64| short_number(*v))
+        .label_style(font(12.0))
+        .axis_desc_style(font(12.0))
+        .draw()
+        .map_err(err)?;
+    chart
+        .draw_series(
+            counts
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(k, count)| {
+                    let x0 = a + k as f64 * width;
+                    Rectangle::new(
+                        [(x0, 0.0), (x0 + width, *count as f64)],
+                        COMPUTE_SLATE.filled(),
+                    )
+                }),
+        )
+        .map_err(err)?
+        .label("steps per bin")
+        .legend(|(lx, ly)| {
+            Rectangle::new([(lx, ly - 5), (lx + 12, ly + 5)], COMPUTE_SLATE.filled())
+        });
+    let stat = run.diagnostic.as_ref().and_then(|d| d.step.as_ref());
+    for (name, value, color) in [
+        (
+            "median (bundle)",
+            stat.and_then(|s| s.median_s),
+            SWEET_GREEN,
+        ),
+        ("p95 (bundle)", stat.and_then(|s| s.p95_s), WAIT_RED),
+    ] {
+        let Some(v) = value.filter(|v| *v > 0.0) else {
+            continue;
+        };
+        let x = axis.fwd(v);
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(x, 0.0), (x, max_count * 1.04)],
+                color.stroke_width(px(2.0)),
+            )))
+            .map_err(err)?
+            .label(format!("{name}: {}", unit.show(v)))
+            .legend(move |(lx, ly)| {
+                PathElement::new(vec![(lx, ly - 6), (lx, ly + 6)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(GRID)
+        .label_font(font(12.0))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}

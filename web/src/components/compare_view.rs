@@ -1,0 +1,148 @@
+//! Two or more bundles side by side: each compared with the first
+//! (`stallscope_bundle::analysis::compare_bundles`, the CLI's comparison),
+//! machine and settings differences listed, and a warning when they differ.
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+use stallscope_bundle::Bundle;
+use stallscope_bundle::analysis::{
+    Change, ExperimentComparison, Unit, compare_bundles, show_ratio,
+};
+
+use crate::components::missing::Missing;
+use crate::components::provenance::Provenance;
+use crate::state::AppState;
+
+/// Regression threshold shown in the view (percent of whole-run throughput).
+const THRESHOLD_PERCENT: f64 = 5.0;
+
+#[component]
+pub fn CompareView(keys: Vec<String>, experiment: Option<String>) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    move || {
+        let mut bundles = Vec::new();
+        for k in &keys {
+            match state.bundle(k) {
+                Some(l) => bundles.push(l.bundle),
+                None => return view! { <Missing key=k.clone()/> }.into_any(),
+            }
+        }
+        let base = bundles[0].clone();
+        let experiment = experiment.clone();
+        view! {
+            <article class="compare-view">
+                <h1>"Side by side"</h1>
+                <p>"Base: " <b class="compare-base">{base.title.clone()}</b> " " <Provenance bundle=base.clone() compact=true/></p>
+                {bundles[1..]
+                    .iter()
+                    .map(|new| pair_view(base.clone(), new.clone(), experiment.clone()))
+                    .collect_view()}
+            </article>
+        }
+            .into_any()
+    }
+}
+
+fn pair_view(base: Arc<Bundle>, new: Arc<Bundle>, only: Option<String>) -> impl IntoView {
+    let cmp = compare_bundles(&base, &new, THRESHOLD_PERCENT);
+    let differ = !cmp.environment_differences.is_empty();
+    let published = !base.is_measured() || !new.is_measured();
+    let experiments = cmp
+        .experiments
+        .iter()
+        .filter(|e| only.as_ref().is_none_or(|id| *id == e.experiment_id))
+        .map(experiment_view)
+        .collect::<Vec<_>>();
+    view! {
+        <section class="compare-pair">
+            <h2>"vs " <span class="compare-new">{new.title.clone()}</span></h2>
+            <p><Provenance bundle=new.clone() compact=true/></p>
+            {published.then(|| view! {
+                <p class="note">"One side is a published table: its figures are as published, on the publication's machine; the other side's are measured here."</p>
+            })}
+            {differ.then(|| view! {
+                <div class="warning differences-warning" role="note">
+                    <p><b>"The machines or software differ"</b>" — differences below may come from them, not from the settings:"</p>
+                    <table class="differences">
+                        <thead><tr><th>"field"</th><th>"base"</th><th>"this bundle"</th></tr></thead>
+                        <tbody>
+                            {cmp.environment_differences
+                                .iter()
+                                .map(|d| view! { <tr><th>{d.field.clone()}</th><td>{d.base.clone()}</td><td>{d.new.clone()}</td></tr> })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            })}
+            {experiments}
+        </section>
+    }
+}
+
+fn experiment_view(e: &ExperimentComparison) -> impl IntoView + use<> {
+    let values: Vec<f64> = e
+        .rows
+        .iter()
+        .flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)])
+        .flatten()
+        .collect();
+    let unit = Unit::for_values(e.metric.quantity(), &values);
+    let heading = format!(
+        "{} — whole-run {}{}",
+        e.title,
+        e.metric.label(),
+        e.phase
+            .map(|p| format!(", {} epochs", p.as_str()))
+            .unwrap_or_default()
+    );
+    view! {
+        <div class="compare-experiment">
+            <h3>{heading}</h3>
+            {e.note.clone().map(|n| view! { <p class="warning">{n}</p> })}
+            {(!e.setting_differences.is_empty()).then(|| view! {
+                <div class="warning">
+                    "Settings differ: "
+                    {e.setting_differences
+                        .iter()
+                        .map(|d| format!("{}: {} vs {}", d.field, d.base, d.new))
+                        .collect::<Vec<_>>()
+                        .join("; ")}
+                </div>
+            })}
+            {(!e.rows.is_empty()).then(|| view! {
+                <table class="compare-table">
+                    <thead>
+                        <tr><th>"configuration"</th><th>"base (median)"</th><th>"this bundle (median)"</th><th>"ratio"</th><th>"change"</th></tr>
+                    </thead>
+                    <tbody>
+                        {e.rows
+                            .iter()
+                            .map(|r| {
+                                let change = r.change.map(change_text).unwrap_or("");
+                                view! {
+                                    <tr class=format!("change-{}", change.replace(' ', "-")) data-config=r.config_id.clone()>
+                                        <th>{r.label.clone()}</th>
+                                        <td>{r.base.map(|s| unit.show(s.median)).unwrap_or_else(|| "—".into())}</td>
+                                        <td>{r.new.map(|s| unit.show(s.median)).unwrap_or_else(|| "—".into())}</td>
+                                        <td>{r.ratio.map(show_ratio).unwrap_or_default()}</td>
+                                        <td>{change} {r.note.clone().map(|n| view! { <span class="muted">{n}</span> })}</td>
+                                    </tr>
+                                }
+                            })
+                            .collect_view()}
+                    </tbody>
+                </table>
+            })}
+        </div>
+    }
+}
+
+fn change_text(c: Change) -> &'static str {
+    match c {
+        Change::Faster => "faster",
+        Change::Same => "same",
+        Change::Slower => "slower",
+        Change::Noise => "~ within noise",
+    }
+}

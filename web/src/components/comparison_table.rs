@@ -1,0 +1,238 @@
+//! The comparison table of an experiment (built by
+//! `stallscope_bundle::analysis::comparison_table`, the same table the CLI
+//! prints): sortable, a baseline picker, median with min–max, noise flags,
+//! the best cell marked, ratios to the baseline, CSV/Markdown export.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use leptos::prelude::*;
+use stallscope_bundle::Bundle;
+use stallscope_bundle::analysis::{
+    Closeness, ComparisonTable as Table, TableOptions, comparison_table, show_ratio,
+};
+
+use crate::export::{download_text, file_stem};
+use crate::route::{ExperimentView, Route, Sort};
+use crate::state::AppState;
+
+#[component]
+pub fn ComparisonTable(
+    bundle: Arc<Bundle>,
+    experiment: usize,
+    view: ExperimentView,
+) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let e = &bundle.experiments[experiment];
+    let table = comparison_table(
+        e,
+        &TableOptions {
+            baseline: view.baseline.clone(),
+            ..Default::default()
+        },
+    );
+    let order = row_order(&table, &view.sort);
+    let has_failures = table.rows.iter().any(|r| r.failure.is_some());
+    let baseline = table.baseline.clone();
+
+    let nav = {
+        let view = view.clone();
+        move |f: &dyn Fn(&mut ExperimentView)| {
+            let mut v = view.clone();
+            f(&mut v);
+            state.navigate(Route::Experiment(v));
+        }
+    };
+    let nav_sort = nav.clone();
+    let sort_by = move |column: Option<usize>, higher_is_better: bool| {
+        nav_sort(&|v: &mut ExperimentView| {
+            v.sort = if v.sort.column == column {
+                Sort {
+                    column,
+                    descending: !v.sort.descending,
+                }
+            } else {
+                Sort {
+                    column,
+                    descending: column.is_some() && higher_is_better,
+                }
+            };
+        })
+    };
+    let nav_base = nav.clone();
+    let pick_baseline = move |ev| {
+        let id = event_target_value(&ev);
+        nav_base(&|v: &mut ExperimentView| v.baseline = Some(id.clone()));
+    };
+
+    let stem = format!("{}-{}", file_stem(&bundle.id), file_stem(&e.id));
+    let csv = table.to_csv();
+    let md = format!(
+        "### {}\n\n{}\n\n{}",
+        e.title,
+        provenance_line(&bundle),
+        table.to_markdown()
+    );
+    let (csv_name, md_name) = (format!("{stem}.csv"), format!("{stem}.md"));
+    let export_error = RwSignal::new(None::<String>);
+
+    let sort_arrow = |col: Option<usize>| {
+        if view.sort.column == col {
+            if view.sort.descending { " ▼" } else { " ▲" }
+        } else {
+            ""
+        }
+    };
+    let headers = table
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let sort_by = sort_by.clone();
+            let hib = c.higher_is_better;
+            let unit = if c.unit.suffix.is_empty() { String::new() } else { format!(" [{}]", c.unit.suffix) };
+            view! {
+                <th class="metric-head sortable" title=c.explanation data-col=i on:click=move |_| sort_by(Some(i), hib)>
+                    {format!("{}{unit}{}", c.heading, sort_arrow(Some(i)))}
+                    <span class="help" aria-label=c.explanation>"?"</span>
+                </th>
+            }
+        })
+        .collect_view();
+    let sort_first = sort_by.clone();
+
+    let rows = order
+        .into_iter()
+        .map(|ri| {
+            let r = &table.rows[ri];
+            let is_base = baseline.as_deref() == Some(r.config_id.as_str());
+            let cells = r
+                .cells
+                .iter()
+                .enumerate()
+                .map(|(ci, cell)| {
+                    let col = &table.columns[ci];
+                    match cell {
+                        None => view! { <td class="cell empty" data-config=r.config_id.clone() data-col=ci>"—"</td> }.into_any(),
+                        Some(cell) => {
+                            let range = (cell.summary.n > 1).then(|| {
+                                format!("[{}–{}]", col.unit.number(cell.summary.min), col.unit.number(cell.summary.max))
+                            });
+                            let noise = cell.summary.noisy.then(|| format!("(! {:.0}%)", cell.summary.spread * 100.0));
+                            let ratio = if is_base {
+                                Some("baseline".to_string())
+                            } else {
+                                cell.ratio_to_baseline.map(show_ratio)
+                            };
+                            view! {
+                                <td
+                                    class=format!("cell {}", closeness_class(cell.closeness))
+                                    class:best=cell.best
+                                    data-config=r.config_id.clone()
+                                    data-col=ci
+                                >
+                                    {cell.best.then(|| view! { <span class="best-mark" title="best of the column">"★ "</span> })}
+                                    <span class="value">{col.unit.show(cell.value)}</span>
+                                    {range.map(|t| view! { <span class="range">{t}</span> })}
+                                    {noise.map(|t| view! { <span class="noise" title="spread (max − min) over the median above 10%">{t}</span> })}
+                                    {ratio.map(|t| view! { <span class="ratio">{t}</span> })}
+                                </td>
+                            }
+                                .into_any()
+                        }
+                    }
+                })
+                .collect_view();
+            view! {
+                <tr class:baseline=is_base data-config=r.config_id.clone()>
+                    <th class="config">{r.label.clone()}</th>
+                    {cells}
+                    {has_failures.then(|| view! { <td class="failure">{r.failure.clone().unwrap_or_default()}</td> })}
+                </tr>
+            }
+        })
+        .collect_view();
+
+    let options = table
+        .rows
+        .iter()
+        .map(|r| {
+            let selected = baseline.as_deref() == Some(r.config_id.as_str());
+            view! { <option value=r.config_id.clone() selected=selected>{r.label.clone()}</option> }
+        })
+        .collect_view();
+
+    view! {
+        <section class="comparison">
+            <div class="table-tools">
+                <label>
+                    "Baseline: "
+                    <select id="baseline" on:change=pick_baseline>{options}</select>
+                </label>
+                " ratios are to the baseline; ★ marks the best of each column; (! N%) flags a spread over 10%. "
+                <button class="export-csv" on:click=move |_| if let Err(e) = download_text(&csv_name, "text/csv", &csv) { export_error.set(Some(e)) }>"CSV"</button>
+                <button class="export-md" on:click=move |_| if let Err(e) = download_text(&md_name, "text/markdown", &md) { export_error.set(Some(e)) }>"Markdown"</button>
+                {move || export_error.get().map(|e| view! { <span class="warning">{e}</span> })}
+            </div>
+            <div class="table-scroll">
+                <table class="comparison-table">
+                    <thead>
+                        <tr>
+                            <th class="sortable" on:click=move |_| sort_first(None, false)>{format!("configuration{}", sort_arrow(None))}</th>
+                            {headers}
+                            {has_failures.then(|| view! { <th>"failure"</th> })}
+                        </tr>
+                    </thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+            <p class="muted table-phase">
+                {format!("Timing columns read {} epochs unless the heading says otherwise; the mode of each column is in its heading.", table.phase.as_str())}
+            </p>
+        </section>
+    }
+}
+
+/// Row indices in display order.
+fn row_order(table: &Table, sort: &Sort) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..table.rows.len()).collect();
+    if let Some(col) = sort.column.filter(|c| *c < table.columns.len()) {
+        order.sort_by(|a, b| {
+            let va = table.rows[*a].cells[col].as_ref().map(|c| c.value);
+            let vb = table.rows[*b].cells[col].as_ref().map(|c| c.value);
+            match (va, vb) {
+                (Some(x), Some(y)) => {
+                    let o = x.total_cmp(&y);
+                    if sort.descending { o.reverse() } else { o }
+                }
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (None, None) => Ordering::Equal,
+            }
+        });
+    } else if sort.descending {
+        order.reverse();
+    }
+    order
+}
+
+fn closeness_class(c: Closeness) -> &'static str {
+    match c {
+        Closeness::Best => "c-best",
+        Closeness::Near => "c-near",
+        Closeness::Middle => "c-middle",
+        Closeness::Far => "c-far",
+        Closeness::VeryFar => "c-very-far",
+    }
+}
+
+fn provenance_line(b: &Bundle) -> String {
+    match &b.provenance {
+        stallscope_bundle::Provenance::Measured => {
+            format!("Measured by stallscope (bundle {}).", b.id)
+        }
+        stallscope_bundle::Provenance::Published { citation, .. } => {
+            format!("Published figures, as published in: {}.", citation.title)
+        }
+    }
+}

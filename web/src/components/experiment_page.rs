@@ -1,0 +1,185 @@
+//! One experiment: verdict, the comparison table, the charts (whole-run
+//! throughput with memory and the sweet spot; the diagnostic stage breakdown,
+//! kept apart; first vs steady epochs; per-step distribution) and what every
+//! figure means.
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+use stallscope_bundle::Bundle;
+use stallscope_bundle::analysis::verdict;
+
+use crate::charts;
+use crate::components::chart_panel::{ChartPanel, Draw};
+use crate::components::comparison_table::ComparisonTable;
+use crate::components::metric_glossary::{MetricGlossary, metrics_of};
+use crate::components::missing::Missing;
+use crate::components::provenance::Provenance;
+use crate::route::{ExperimentView, Route};
+use crate::state::AppState;
+
+#[component]
+pub fn ExperimentPage(view: ExperimentView) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    move || {
+        let Some(loaded) = state.bundle(&view.bundle) else {
+            return view! { <Missing key=view.bundle.clone()/> }.into_any();
+        };
+        let Some(index) = loaded
+            .bundle
+            .experiments
+            .iter()
+            .position(|e| e.id == view.experiment)
+        else {
+            return view! {
+                <section class="missing">
+                    <p>
+                        "The bundle “" {loaded.bundle.title.clone()} "” has no experiment " <code>{view.experiment.clone()}</code> ". "
+                        <a href=Route::Bundle { bundle: view.bundle.clone() }.to_hash()>"See its experiments"</a> "."
+                    </p>
+                </section>
+            }
+                .into_any();
+        };
+        experiment_view(loaded.bundle, index, view.clone()).into_any()
+    }
+}
+
+fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let e = &b.experiments[index];
+    let v = verdict(e);
+    let exp = |b: &Bundle| b.experiments[index].clone();
+    let shared = Arc::new(exp(&b));
+    let stem = format!(
+        "{}-{}",
+        crate::export::file_stem(&b.id),
+        crate::export::file_stem(&e.id)
+    );
+
+    let throughput = charts::throughput::applies(e).then(|| {
+        let e = shared.clone();
+        let draw: Draw = Arc::new(move |c| charts::throughput::draw(c, &e));
+        view! {
+            <ChartPanel
+                id=format!("{stem}-throughput")
+                note="Whole-run throughput: median of the repeats with the min–max bar; peak memory on the right axis; the green line marks the sweet spot (the smallest value reaching 95% of the best)."
+                    .to_string()
+                draw=draw
+            />
+        }
+    });
+    let epochs = charts::epochs::applies(e).then(|| {
+        let e = shared.clone();
+        let draw: Draw = Arc::new(move |c| charts::epochs::draw(c, &e));
+        view! {
+            <ChartPanel
+                id=format!("{stem}-epochs")
+                note="The first epoch pays for worker start-up, first reads and cold caches; steady epochs are what a long run sees.".to_string()
+                draw=draw
+            />
+        }
+    });
+    let stages = charts::stages::applies(e).then(|| {
+        let e = shared.clone();
+        let draw: Draw = Arc::new(move |c| charts::stages::draw(c, &e));
+        view! {
+            <ChartPanel
+                id=format!("{stem}-stages")
+                diagnostic=true
+                note="Where a step waits: mean next-wait, transfer and compute per step, each synchronized. The sum is not the whole-run step time, and these bars say nothing about throughput."
+                    .to_string()
+                draw=draw
+            />
+        }
+    });
+    let with_steps: Vec<(String, String)> = charts::steps::configurations_with_steps(e)
+        .into_iter()
+        .map(|c| (c.id.clone(), c.label.clone()))
+        .collect();
+    let steps = (!with_steps.is_empty()).then(|| {
+        let chosen = view
+            .steps_of
+            .clone()
+            .filter(|id| with_steps.iter().any(|(c, _)| c == id))
+            .unwrap_or_else(|| with_steps[0].0.clone());
+        let e = shared.clone();
+        let chosen_draw = chosen.clone();
+        let draw: Draw = Arc::new(move |c| match e.configuration(&chosen_draw) {
+            Some(cfg) => charts::steps::draw(c, cfg),
+            None => Err("no such configuration".into()),
+        });
+        let view2 = view.clone();
+        let pick = move |ev| {
+            let mut v = view2.clone();
+            v.steps_of = Some(event_target_value(&ev));
+            state.navigate(Route::Experiment(v));
+        };
+        view! {
+            <label class="steps-pick">
+                "Per-step distribution of: "
+                <select id="steps-of" on:change=pick>
+                    {with_steps
+                        .iter()
+                        .map(|(id, label)| view! { <option value=id.clone() selected=*id == chosen>{label.clone()}</option> })
+                        .collect_view()}
+                </select>
+            </label>
+            <ChartPanel id=format!("{stem}-steps") diagnostic=true draw=draw/>
+        }
+    });
+
+    let settings: Vec<(String, String)> = e
+        .settings
+        .iter()
+        .map(|(k, v)| (k.clone(), v.to_string()))
+        .collect();
+    let bundle_href = Route::Bundle {
+        bundle: b.id.clone(),
+    }
+    .to_hash();
+    let how_href = Route::HowTo {
+        bundle: b.id.clone(),
+    }
+    .to_hash();
+    view! {
+        <article class="experiment-page">
+            <nav class="crumbs">
+                <a href=Route::Library.to_hash()>"library"</a> " › "
+                <a href=bundle_href>{b.title.clone()}</a> " › "
+                <span>{e.title.clone()}</span>
+            </nav>
+            <h1 class="experiment-title">{e.title.clone()}</h1>
+            <p class="meta"><Provenance bundle=b.clone() compact=true/></p>
+            {e.description.clone().map(|d| view! { <p class="description">{d}</p> })}
+            {e.not_applicable.clone().map(|r| view! { <p class="warning">"Not applicable here: " {r}</p> })}
+            {(!settings.is_empty()).then(|| view! {
+                <p class="settings">
+                    {settings.into_iter().map(|(k, v)| view! { <span class="setting"><b>{k}</b> " " {v}</span> }).collect_view()}
+                </p>
+            })}
+            {v.map(|v| view! {
+                <div class="verdict-box">
+                    <p class="verdict">{v.headline}</p>
+                    <p class="verdict-figure">"Rests on: " {v.figure} {v.mode.map(|m| format!(" [{}]", m.label()))}</p>
+                </div>
+            })}
+            <ComparisonTable bundle=b.clone() experiment=index view=view.clone()/>
+            <section class="charts whole-run-charts">
+                <h2>"Whole-run"</h2>
+                {throughput}
+                {epochs}
+            </section>
+            {(stages.is_some() || steps.is_some()).then(|| view! {
+                <section class="charts diagnostic-charts">
+                    <h2>"Diagnostic — synchronized at every stage"</h2>
+                    <p class="muted">"These figures locate the stage that waits. They are not performance: never compare them with whole-run throughput."</p>
+                    {stages}
+                    {steps}
+                </section>
+            })}
+            <MetricGlossary metrics=metrics_of(e)/>
+            <p><a href=how_href>"How to read this report"</a></p>
+        </article>
+    }
+}

@@ -1,0 +1,112 @@
+//! The library: every loaded bundle, with a way into each and a way to put
+//! two or more side by side.
+
+use leptos::prelude::*;
+use stallscope_bundle::analysis::show_bytes;
+
+use crate::components::provenance::Provenance;
+use crate::route::Route;
+use crate::state::AppState;
+
+#[component]
+pub fn Library() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let selected = RwSignal::new(Vec::<String>::new());
+    let compare = move |_| {
+        let keys = selected.get_untracked();
+        if keys.len() >= 2 {
+            state.navigate(Route::Compare {
+                bundles: keys,
+                experiment: None,
+            });
+        }
+    };
+    view! {
+        <section class="library">
+            <h1>"Loaded bundles"</h1>
+            {move || {
+                let bundles = state.bundles.get();
+                if bundles.is_empty() {
+                    return view! {
+                        <p class="empty">
+                            {move || if state.pending.get() > 0 { "Loading bundles…" } else { "No bundle loaded yet." }}
+                            " Drop result bundles (JSON written by "<code>"stallscope run"</code>
+                            ") anywhere on this page, use “Open bundles…”, or open a link with "
+                            <code>"?bundle=URL"</code>"."
+                        </p>
+                    }
+                        .into_any();
+                }
+                view! {
+                    <table class="bundle-list">
+                        <thead>
+                            <tr>
+                                <th>"compare"</th>
+                                <th>"bundle"</th>
+                                <th>"source"</th>
+                                <th>"experiments"</th>
+                                <th>"created"</th>
+                                <th>"file"</th>
+                                <th>"size, read in"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {bundles
+                                .into_iter()
+                                .map(|l| {
+                                    let key = l.key.clone();
+                                    let key2 = l.key.clone();
+                                    let b = l.bundle.clone();
+                                    view! {
+                                        <tr class="bundle-row">
+                                            <td>
+                                                <input
+                                                    type="checkbox"
+                                                    class="compare-pick"
+                                                    prop:checked=move || selected.with(|s| s.contains(&key2))
+                                                    on:change=move |_| {
+                                                        let k = key.clone();
+                                                        selected.update(|s| {
+                                                            if let Some(i) = s.iter().position(|x| *x == k) {
+                                                                s.remove(i);
+                                                            } else {
+                                                                s.push(k);
+                                                            }
+                                                        })
+                                                    }
+                                                />
+                                            </td>
+                                            <td>
+                                                <a class="bundle-link" href=Route::Bundle { bundle: l.key.clone() }.to_hash()>
+                                                    {b.title.clone()}
+                                                </a>
+                                            </td>
+                                            <td><Provenance bundle=b.clone() compact=true/></td>
+                                            <td>{b.experiments.len()}</td>
+                                            <td>{b.created_at.clone()}</td>
+                                            <td class="muted">{l.source.clone()}</td>
+                                            <td class="muted read-cost">
+                                                {format!("{}, {:.0} ms", show_bytes(l.bytes as f64), l.parse_ms)}
+                                            </td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                    <p>
+                        <button
+                            id="compare-selected"
+                            on:click=compare
+                            prop:disabled=move || selected.with(|s| s.len() < 2)
+                        >
+                            "Compare selected"
+                        </button>
+                        " Tick two or more bundles (published vs yours, before vs after, two machines)."
+                    </p>
+                }
+                    .into_any()
+            }}
+        </section>
+    }
+}

@@ -1,0 +1,237 @@
+//! `cargo xtask bench viewer`: the wasm's size (raw and gzip), and the time in
+//! headless Chromium from navigation to a rendered experiment page (table and
+//! every chart drawn) for the published bundle and for a generated bundle
+//! with 1,000,000 per-step records — each beside the bundle's size and the
+//! browser's own `JSON.parse` time of the same file as the baseline.
+use super::{Server, export_site};
+use crate::browser::{Browser, TempDir};
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use stallscope_bundle::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+const STEPS: usize = 1_000_000;
+const REPEATS: usize = 3;
+const LARGE_ID: &str = "bench-one-million-steps";
+
+pub(super) fn run(repo: &Path, dist: &Path, runner: &Path) -> Result<()> {
+    let wasm = dist.join("stallscope_web_bg.wasm");
+    let raw = std::fs::metadata(&wasm)?.len();
+    let gz = gzip_size(&wasm)?;
+    println!(
+        "viewer wasm: {} raw, {} gzip ({})",
+        kb(raw),
+        kb(gz),
+        wasm.display()
+    );
+    println!(
+        "  target: under 1.5 MB raw: {}",
+        if raw < 1_500_000 { "met" } else { "NOT met" }
+    );
+
+    let work = TempDir::new("stallscope-viewer-bench")?;
+    let large = work.0.join("large.json");
+    std::fs::write(&large, large_bundle().to_json_pretty())?;
+    let site = work.0.join("site");
+    let published = repo.join("fixtures/published/fashionmnist-batch-sweep.json");
+    export_site(runner, &[published.clone(), large.clone()], &site)?;
+    let server = Server::start(runner, &site)?;
+    let browser = Browser::start(1280, 1000)?;
+    println!(
+        "\nnavigation → rendered experiment page (table + every chart drawn), {REPEATS} loads each, headless Chromium:"
+    );
+    for (path, id, exp, file) in [
+        (
+            &published,
+            "published-seeds-003-fashionmnist-batch-sweep",
+            "batch_sweep",
+            "bundles/01-fashionmnist-batch-sweep.json",
+        ),
+        (&large, LARGE_ID, "loader", "bundles/02-large.json"),
+    ] {
+        let size = std::fs::metadata(path)?.len();
+        let mut render = Vec::new();
+        let mut parse = Vec::new();
+        for _ in 0..REPEATS {
+            browser.goto("about:blank")?;
+            browser.goto(&format!("{}#/b/{id}/e/{exp}", server.url))?;
+            let ready = "const c=[...document.querySelectorAll('canvas.chart-canvas')]; return document.querySelector('.comparison-table') && c.length>0 && c.every(x=>x.dataset.drawn==='1') ? Math.max(...c.map(x=>+x.dataset.drawnAt)) : null;";
+            let ms = browser.wait_for("the rendered page", ready, Duration::from_secs(60))?;
+            render.push(ms.as_f64().context("no time")?);
+            let p = browser.eval_async(
+                "const done=arguments[arguments.length-1]; fetch(arguments[0]).then(r=>r.text()).then(t=>{const t0=performance.now(); JSON.parse(t); done(performance.now()-t0);});",
+                json!([file]),
+            )?;
+            parse.push(p.as_f64().context("no parse time")?);
+        }
+        let (r, p) = (median(&mut render), median(&mut parse));
+        println!(
+            "  {id}: {} bundle; rendered in {r:.0} ms (median; {}); browser JSON.parse {p:.0} ms → {:.1}× the parse",
+            kb(size),
+            render
+                .iter()
+                .map(|v| format!("{v:.0}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            r / p.max(0.001)
+        );
+        if id == LARGE_ID {
+            println!(
+                "  target: 1,000,000-step bundle rendered under 2 s: {}",
+                if r < 2000.0 { "met" } else { "NOT met" }
+            );
+        }
+    }
+    // The viewer's own read (read_bundle: parse + validation), as it reports it.
+    browser.goto(&format!("{}#/", server.url))?;
+    let v: Value = browser.wait_for(
+        "the library",
+        "const r=[...document.querySelectorAll('.read-cost')].map(e=>e.textContent); return r.length===2 && !document.querySelector('.pending') ? r : null;",
+        Duration::from_secs(60),
+    )?;
+    println!("  the viewer's read_bundle (size, time) per bundle: {v}");
+    drop(server);
+    Ok(())
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn kb(bytes: u64) -> String {
+    if bytes >= 1_000_000 {
+        format!("{:.2} MB", bytes as f64 / 1e6)
+    } else {
+        format!("{:.1} kB", bytes as f64 / 1e3)
+    }
+}
+
+fn gzip_size(path: &Path) -> Result<u64> {
+    let out = std::process::Command::new("gzip")
+        .args(["-9", "-c"])
+        .arg(path)
+        .output()
+        .context("cannot run gzip")?;
+    anyhow::ensure!(out.status.success(), "gzip failed");
+    Ok(out.stdout.len() as u64)
+}
+
+/// A bundle with one loader configuration whose diagnostic run has 1,000,000
+/// per-step records (deterministic pseudo-random times), plus its whole run.
+fn large_bundle() -> Bundle {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |base: u64, spread: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        base + state % spread
+    };
+    let mut steps = StepSeries::default();
+    for _ in 0..STEPS {
+        steps.next_wait_ns.push(next(20_000, 200_000));
+        steps.transfer_ns.push(next(5_000, 10_000));
+        steps.compute_ns.push(next(300_000, 100_000));
+    }
+    let stat = |col: &[u64]| {
+        let mut v: Vec<u64> = col[1..].to_vec();
+        v.sort_unstable();
+        let s = |x: u64| x as f64 * 1e-9;
+        StageStat {
+            mean_s: Some(s(v.iter().sum::<u64>() / v.len() as u64)),
+            median_s: Some(s(v[v.len() / 2])),
+            p95_s: Some(s(v[v.len() * 95 / 100])),
+            min_s: Some(s(v[0])),
+            max_s: Some(s(v[v.len() - 1])),
+            total_s: Some(s(v.iter().sum())),
+            count: Some(v.len() as u64),
+        }
+    };
+    let step: Vec<u64> = (0..STEPS)
+        .map(|i| steps.next_wait_ns[i] + steps.transfer_ns[i] + steps.compute_ns[i])
+        .collect();
+    let total_s = step.iter().sum::<u64>() as f64 * 1e-9;
+    let samples = (STEPS * 32) as u64;
+    let diagnostic = Diagnostic {
+        seconds: Some(total_s),
+        samples: Some(samples),
+        steps: Some(STEPS as u64),
+        bytes: None,
+        iterator_creation_s: Some(0.001),
+        first_next_wait_s: Some(steps.next_wait_ns[0] as f64 * 1e-9),
+        next_wait: Some(stat(&steps.next_wait_ns)),
+        transfer: Some(stat(&steps.transfer_ns)),
+        compute: Some(stat(&steps.compute_ns)),
+        step: Some(stat(&step)),
+    };
+    let whole_seconds = total_s * 0.8;
+    let runs = vec![
+        Run {
+            id: "r0-e0-whole_run".into(),
+            timing_mode: TimingMode::WholeRun,
+            repeat: 0,
+            epoch: 0,
+            phase: Phase::Cold,
+            summary_of: None,
+            whole_run: Some(WholeRun {
+                seconds: Some(whole_seconds),
+                samples: Some(samples),
+                samples_per_s: Some(samples as f64 / whole_seconds),
+                steps: Some(STEPS as u64),
+                ..Default::default()
+            }),
+            diagnostic: None,
+            memory: None,
+            loader: None,
+            steps: None,
+        },
+        Run {
+            id: "r0-e0-diagnostic".into(),
+            timing_mode: TimingMode::Diagnostic,
+            repeat: 0,
+            epoch: 0,
+            phase: Phase::Cold,
+            summary_of: None,
+            whole_run: None,
+            diagnostic: Some(diagnostic),
+            memory: None,
+            loader: None,
+            steps: Some(steps),
+        },
+    ];
+    let mut params = BTreeMap::new();
+    params.insert("workers".to_string(), ParamValue::Int(2));
+    Bundle {
+        schema_version: SchemaVersion::CURRENT,
+        id: LARGE_ID.into(),
+        title: "Viewer benchmark: one diagnostic run with 1,000,000 per-step records (generated)".into(),
+        created_at: "2026-11-30T00:00:00Z".into(),
+        provenance: Provenance::Measured,
+        environment: Environment::default(),
+        experiments: vec![Experiment {
+            id: "loader".into(),
+            kind: ExperimentKind::Loader,
+            title: "Generated loader run".into(),
+            description: Some("Synthetic per-step times generated by `cargo xtask bench viewer`; not a measurement.".into()),
+            swept: vec!["workers".into()],
+            settings: BTreeMap::new(),
+            baseline: None,
+            not_applicable: None,
+            configurations: vec![Configuration {
+                id: "w2".into(),
+                label: "2 workers".into(),
+                params,
+                batch_bytes: None,
+                runs,
+                failure: None,
+            }],
+        }],
+        status: RunStatus {
+            state: RunState::Complete,
+            message: None,
+        },
+        notes: vec!["Generated for the viewer benchmark.".into()],
+    }
+}
