@@ -12,3 +12,4 @@ pub mod device;
 pub mod envinfo;
 pub mod shim;
 pub mod train;
+pub mod wgpu_backend;

@@ -1,0 +1,666 @@
+//! The seeds/000 linear classifier (Linear features→classes, softmax
+//! cross-entropy, SGD 0.01) trained on a wgpu device, one epoch per bundle
+//! run, in both timing modes:
+//! - whole-run: wait for the queue, run the epoch (gather the batch on the
+//!   host, write it to the device, submit the two compute passes), wait once;
+//! - diagnostic: wait after the copy and after the compute of every step, and
+//!   time the host-side gather as the next-wait.
+
+use std::time::Instant;
+
+use stallscope_bundle::{
+    Configuration, Experiment, ExperimentKind, Failure, Memory, ParamValue, Phase, Run, StepSeries,
+    TimingMode, WholeRun,
+};
+
+use super::{WgpuCtx, WgpuError, host_peak_rss_bytes, repeat_order};
+use crate::feed::{Order, epoch_indices, splitmix64};
+use crate::train::diagnostic_from_series;
+
+/// Largest number of classes the shader's per-row scratch holds.
+pub const MAX_CLASSES: u32 = 64;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct LinearPlan {
+    pub samples: u32,
+    pub features: u32,
+    pub classes: u32,
+    pub batch_sizes: Vec<u32>,
+    pub repeats: u32,
+    /// Epochs per repeat: the first is cold, later ones steady.
+    pub epochs: u32,
+    pub lr: f32,
+    /// Seed of the initial weights (the same for every configuration).
+    pub weight_seed: u64,
+    /// Seed of the generated data and of the shuffle.
+    pub data_seed: u64,
+    pub shuffle_seed: u64,
+    /// Keep per-step timings of diagnostic runs.
+    pub record_steps: bool,
+}
+
+/// Model state on the device plus the host copy of the data set.
+pub struct LinearTrainer<'a> {
+    ctx: &'a WgpuCtx,
+    features: u32,
+    classes: u32,
+    max_batch: u32,
+    lr: f32,
+    params: wgpu::Buffer,
+    x: wgpu::Buffer,
+    y: wgpu::Buffer,
+    w: wgpu::Buffer,
+    /// Held with the bind group that uses it.
+    _dlogits: wgpu::Buffer,
+    bind_group: wgpu::BindGroup,
+    forward: wgpu::ComputePipeline,
+    update: wgpu::ComputePipeline,
+}
+
+/// Deterministic uniform floats in [-1, 1).
+fn uniform(seed: u64, n: usize) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| ((splitmix64(&mut s) >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
+        .collect()
+}
+
+/// The seeds/000 data: `samples × features` float32 and labels in `0..classes`.
+pub fn generate_data(samples: u32, features: u32, classes: u32, seed: u64) -> (Vec<f32>, Vec<u32>) {
+    let x = uniform(seed, samples as usize * features as usize);
+    let mut s = seed ^ 0x5bd1_e995;
+    let y = (0..samples)
+        .map(|_| (splitmix64(&mut s) % u64::from(classes)) as u32)
+        .collect();
+    (x, y)
+}
+
+/// Initial weights: uniform in ±1/√features (PyTorch's Linear default range), biases included.
+pub fn initial_weights(features: u32, classes: u32, seed: u64) -> Vec<f32> {
+    let bound = 1.0 / (features as f32).sqrt();
+    uniform(seed, (features as usize + 1) * classes as usize)
+        .into_iter()
+        .map(|v| v * bound)
+        .collect()
+}
+
+impl<'a> LinearTrainer<'a> {
+    pub fn new(
+        ctx: &'a WgpuCtx,
+        features: u32,
+        classes: u32,
+        max_batch: u32,
+        lr: f32,
+    ) -> Result<Self, WgpuError> {
+        if classes == 0 || classes > MAX_CLASSES {
+            return Err(WgpuError::Invalid(format!(
+                "the wgpu linear model takes 1..={MAX_CLASSES} classes, not {classes}"
+            )));
+        }
+        let x_bytes = u64::from(max_batch) * u64::from(features) * 4;
+        if x_bytes > ctx.max_binding() {
+            return Err(WgpuError::Invalid(format!(
+                "a batch of {max_batch} × {features} floats ({x_bytes} bytes) exceeds the device's largest storage binding ({} bytes)",
+                ctx.max_binding()
+            )));
+        }
+        let d = &ctx.device;
+        let storage = |label: &str, size: u64, extra: wgpu::BufferUsages| {
+            d.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: size.max(4),
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | extra,
+                mapped_at_creation: false,
+            })
+        };
+        let params = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("params"),
+            size: 16,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let x = storage("x", x_bytes, wgpu::BufferUsages::empty());
+        let y = storage("y", u64::from(max_batch) * 4, wgpu::BufferUsages::empty());
+        let w = storage(
+            "w",
+            (u64::from(features) + 1) * u64::from(classes) * 4,
+            wgpu::BufferUsages::COPY_SRC,
+        );
+        let dlogits = storage(
+            "dlogits",
+            u64::from(max_batch) * u64::from(classes) * 4,
+            wgpu::BufferUsages::empty(),
+        );
+        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("linear.wgsl"),
+            source: wgpu::ShaderSource::Wgsl(include_str!("linear.wgsl").into()),
+        });
+        // One explicit layout for both passes (`update` does not read the
+        // labels, so derived layouts would differ).
+        let entry = |binding: u32, ty: wgpu::BufferBindingType| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let read_only = wgpu::BufferBindingType::Storage { read_only: true };
+        let read_write = wgpu::BufferBindingType::Storage { read_only: false };
+        let layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("linear"),
+            entries: &[
+                entry(0, wgpu::BufferBindingType::Uniform),
+                entry(1, read_only),
+                entry(2, read_only),
+                entry(3, read_write),
+                entry(4, read_write),
+            ],
+        });
+        let pipeline_layout = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("linear"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = |entry: &str| {
+            d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        let forward = pipeline("forward");
+        let update = pipeline("update");
+        let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("linear"),
+            layout: &layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: params.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: x.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: y.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: w.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 4,
+                    resource: dlogits.as_entire_binding(),
+                },
+            ],
+        });
+        Ok(LinearTrainer {
+            ctx,
+            features,
+            classes,
+            max_batch,
+            lr,
+            params,
+            x,
+            y,
+            w,
+            _dlogits: dlogits,
+            bind_group,
+            forward,
+            update,
+        })
+    }
+
+    /// Reset the weights (the same initial weights for every configuration).
+    pub fn set_weights(&self, weights: &[f32]) {
+        self.ctx
+            .queue
+            .write_buffer(&self.w, 0, bytemuck_f32(weights));
+    }
+
+    /// The host→device copy of one batch (queued; it lands at the next submit).
+    pub fn write_batch(&self, x: &[f32], y: &[u32]) {
+        let batch = y.len() as u32;
+        debug_assert!(batch <= self.max_batch);
+        let mut p = [0u8; 16];
+        p[0..4].copy_from_slice(&batch.to_le_bytes());
+        p[4..8].copy_from_slice(&self.features.to_le_bytes());
+        p[8..12].copy_from_slice(&self.classes.to_le_bytes());
+        p[12..16].copy_from_slice(&self.lr.to_le_bytes());
+        let q = &self.ctx.queue;
+        q.write_buffer(&self.params, 0, &p);
+        q.write_buffer(&self.x, 0, bytemuck_f32(x));
+        q.write_buffer(&self.y, 0, bytemuck_u32(y));
+    }
+
+    /// Submit pending copies on their own (the diagnostic transfer stage).
+    pub fn flush_copies(&self) {
+        self.ctx.queue.submit(std::iter::empty());
+    }
+
+    /// Submit one training step (forward + update passes) for a batch of `batch` rows.
+    pub fn submit_step(&self, batch: u32) {
+        let mut enc = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("step"),
+            });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("forward"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&self.forward);
+            pass.set_bind_group(0, &self.bind_group, &[]);
+            pass.dispatch_workgroups(batch.div_ceil(64), 1, 1);
+        }
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("update"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&self.update);
+            pass.set_bind_group(0, &self.bind_group, &[]);
+            pass.dispatch_workgroups(((self.features + 1) * self.classes).div_ceil(64), 1, 1);
+        }
+        self.ctx.queue.submit([enc.finish()]);
+    }
+
+    /// Read the weights back (tests only: it synchronizes).
+    pub fn read_weights(&self) -> Result<Vec<f32>, WgpuError> {
+        let size = self.w.size();
+        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("read w"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = self.ctx.device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&self.w, 0, &staging, 0, size);
+        self.ctx.queue.submit([enc.finish()]);
+        let slice = staging.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.ctx.wait()?;
+        rx.recv()
+            .map_err(|e| WgpuError::Map(e.to_string()))?
+            .map_err(|e| WgpuError::Map(e.to_string()))?;
+        let data = slice
+            .get_mapped_range()
+            .map_err(|e| WgpuError::Map(e.to_string()))?;
+        let out = data
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        drop(data);
+        staging.unmap();
+        Ok(out)
+    }
+}
+
+fn bytemuck_f32(v: &[f32]) -> &[u8] {
+    // SAFETY: f32 has no padding or invalid bit patterns; the byte view covers exactly the slice.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+fn bytemuck_u32(v: &[u32]) -> &[u8] {
+    // SAFETY: as above, for u32.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// Gather the rows of one batch into contiguous host buffers (the in-loop
+/// loader: workers = 0).
+fn gather(
+    x: &[f32],
+    y: &[u32],
+    features: usize,
+    ids: &[u64],
+    xb: &mut Vec<f32>,
+    yb: &mut Vec<u32>,
+) {
+    xb.clear();
+    yb.clear();
+    for &i in ids {
+        let i = i as usize;
+        xb.extend_from_slice(&x[i * features..(i + 1) * features]);
+        yb.push(y[i]);
+    }
+}
+
+/// One epoch in one timing mode; returns the run.
+#[allow(clippy::too_many_arguments)]
+fn epoch(
+    t: &LinearTrainer,
+    x: &[f32],
+    y: &[u32],
+    batches: &[Vec<u64>],
+    mode: TimingMode,
+    repeat: u32,
+    epoch: u32,
+    record_steps: bool,
+) -> Result<Run, WgpuError> {
+    let features = t.features as usize;
+    let samples: u64 = batches.iter().map(|b| b.len() as u64).sum();
+    let bytes: u64 = batches
+        .iter()
+        .map(|b| b.len() as u64 * (features as u64 * 4 + 4))
+        .sum();
+    let mut xb = Vec::with_capacity(t.max_batch as usize * features);
+    let mut yb = Vec::with_capacity(t.max_batch as usize);
+    let phase = if epoch == 0 {
+        Phase::Cold
+    } else {
+        Phase::Steady
+    };
+    let id = format!("{}-r{repeat}-e{epoch}", mode.as_str());
+    t.ctx.wait()?;
+    let started = Instant::now();
+    let mut run = Run {
+        id,
+        timing_mode: mode,
+        repeat,
+        epoch,
+        phase,
+        summary_of: None,
+        whole_run: None,
+        diagnostic: None,
+        memory: None,
+        loader: None,
+        steps: None,
+    };
+    match mode {
+        TimingMode::WholeRun => {
+            for ids in batches {
+                gather(x, y, features, ids, &mut xb, &mut yb);
+                t.write_batch(&xb, &yb);
+                t.submit_step(yb.len() as u32);
+            }
+            t.ctx.wait()?;
+            let seconds = started.elapsed().as_secs_f64();
+            run.whole_run = Some(WholeRun {
+                seconds: Some(seconds),
+                samples: Some(samples),
+                samples_per_s: Some(samples as f64 / seconds),
+                steps: Some(batches.len() as u64),
+                bytes: Some(bytes),
+                ..WholeRun::default()
+            });
+        }
+        TimingMode::Diagnostic => {
+            let mut series = StepSeries::default();
+            for ids in batches {
+                let t0 = Instant::now();
+                gather(x, y, features, ids, &mut xb, &mut yb);
+                let t1 = Instant::now();
+                t.write_batch(&xb, &yb);
+                t.flush_copies();
+                t.ctx.wait()?;
+                let t2 = Instant::now();
+                t.submit_step(yb.len() as u32);
+                t.ctx.wait()?;
+                let t3 = Instant::now();
+                series.next_wait_ns.push((t1 - t0).as_nanos() as u64);
+                series.transfer_ns.push((t2 - t1).as_nanos() as u64);
+                series.compute_ns.push((t3 - t2).as_nanos() as u64);
+            }
+            let seconds = started.elapsed().as_secs_f64();
+            run.diagnostic = Some(diagnostic_from_series(
+                &series,
+                seconds,
+                samples,
+                bytes,
+                Some(0.0),
+            ));
+            if record_steps {
+                run.steps = Some(series);
+            }
+        }
+    }
+    run.memory = Some(Memory {
+        host_peak_rss_bytes: host_peak_rss_bytes(),
+        ..Memory::default()
+    });
+    Ok(run)
+}
+
+/// The `compute` experiment on wgpu: the linear classifier over batch sizes,
+/// every configuration in both modes, cold and steady epochs, repeats in
+/// alternating order. `on_config` sees each configuration as it finishes
+/// (so the caller can write the bundle).
+pub fn linear_experiment(
+    ctx: &WgpuCtx,
+    id: &str,
+    title: &str,
+    plan: &LinearPlan,
+    mut on_progress: impl FnMut(&Experiment),
+) -> Result<Experiment, WgpuError> {
+    let (x, y) = generate_data(plan.samples, plan.features, plan.classes, plan.data_seed);
+    let weights = initial_weights(plan.features, plan.classes, plan.weight_seed);
+    let max_batch = plan
+        .batch_sizes
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(1)
+        .min(plan.samples.max(1));
+    let trainer = LinearTrainer::new(ctx, plan.features, plan.classes, max_batch, plan.lr)?;
+    let mut experiment = Experiment {
+        id: id.to_string(),
+        kind: ExperimentKind::Compute,
+        title: title.to_string(),
+        description: Some(format!(
+            "The seeds/000 linear classifier ({}→{}, softmax cross-entropy, SGD {}) trained as WGSL compute passes on {} ({:?}); batches gathered on the host and written to the device each step (workers = 0).",
+            plan.features, plan.classes, plan.lr, ctx.info.name, ctx.info.backend
+        )),
+        swept: vec!["batch_size".into()],
+        settings: [
+            ("model", ParamValue::from("linear")),
+            ("backend", ParamValue::from("wgpu")),
+            (
+                "data",
+                ParamValue::from(format!(
+                    "generated {}×{} float32",
+                    plan.samples, plan.features
+                )),
+            ),
+            ("classes", ParamValue::from(plan.classes)),
+            ("optimizer", ParamValue::from("sgd")),
+            ("lr", ParamValue::from(f64::from(plan.lr))),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+        baseline: plan.batch_sizes.first().map(|b| format!("bs{b}")),
+        not_applicable: None,
+        configurations: plan
+            .batch_sizes
+            .iter()
+            .map(|b| Configuration {
+                id: format!("bs{b}"),
+                label: format!("batch {b}"),
+                params: [("batch_size".to_string(), ParamValue::from(*b))]
+                    .into_iter()
+                    .collect(),
+                batch_bytes: Some(u64::from(*b) * (u64::from(plan.features) * 4 + 4)),
+                runs: Vec::new(),
+                failure: None,
+            })
+            .collect(),
+    };
+    for repeat in 0..plan.repeats {
+        for ci in repeat_order(plan.batch_sizes.len(), repeat) {
+            let batch = plan.batch_sizes[ci];
+            let result = (|| -> Result<Vec<Run>, WgpuError> {
+                let mut runs = Vec::new();
+                for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
+                    trainer.set_weights(&weights);
+                    // Warm-up step of the same shape, outside the timed region.
+                    let warm: Vec<u64> = (0..u64::from(batch.min(plan.samples))).collect();
+                    let (mut xb, mut yb) = (Vec::new(), Vec::new());
+                    gather(&x, &y, plan.features as usize, &warm, &mut xb, &mut yb);
+                    trainer.write_batch(&xb, &yb);
+                    trainer.submit_step(yb.len() as u32);
+                    trainer.set_weights(&weights);
+                    ctx.wait()?;
+                    for e in 0..plan.epochs {
+                        let order = Order::Shuffled {
+                            seed: plan.shuffle_seed,
+                        };
+                        let batches =
+                            epoch_indices(order, plan.samples as usize, batch as usize, false, e);
+                        runs.push(epoch(
+                            &trainer,
+                            &x,
+                            &y,
+                            &batches,
+                            mode,
+                            repeat,
+                            e,
+                            plan.record_steps,
+                        )?);
+                    }
+                }
+                Ok(runs)
+            })();
+            let config = &mut experiment.configurations[ci];
+            match result {
+                Ok(runs) => config.runs.extend(runs),
+                Err(e) => {
+                    config.failure = Some(Failure::Error {
+                        message: e.to_string(),
+                    })
+                }
+            }
+            on_progress(&experiment);
+        }
+    }
+    Ok(experiment)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same SGD step in f64 on the CPU.
+    fn reference_step(
+        x: &[f32],
+        y: &[u32],
+        w: &[f32],
+        features: usize,
+        classes: usize,
+        lr: f64,
+    ) -> Vec<f64> {
+        let batch = y.len();
+        let mut g = vec![0f64; w.len()];
+        for r in 0..batch {
+            let logits: Vec<f64> = (0..classes)
+                .map(|k| {
+                    f64::from(w[features * classes + k])
+                        + (0..features)
+                            .map(|d| f64::from(x[r * features + d]) * f64::from(w[d * classes + k]))
+                            .sum::<f64>()
+                })
+                .collect();
+            let m = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = logits.iter().map(|l| (l - m).exp()).collect();
+            let s: f64 = e.iter().sum();
+            for k in 0..classes {
+                let dl = (e[k] / s - if k as u32 == y[r] { 1.0 } else { 0.0 }) / batch as f64;
+                for d in 0..features {
+                    g[d * classes + k] += f64::from(x[r * features + d]) * dl;
+                }
+                g[features * classes + k] += dl;
+            }
+        }
+        w.iter()
+            .zip(g)
+            .map(|(w, g)| f64::from(*w) - lr * g)
+            .collect()
+    }
+
+    #[test]
+    fn one_wgpu_step_equals_the_cpu_reference() {
+        let ctx = WgpuCtx::new().expect("a wgpu adapter (software Vulkan: mesa-vulkan-drivers)");
+        let (features, classes, batch) = (64u32, 4u32, 37u32);
+        let (x, y) = generate_data(batch, features, classes, 3);
+        let w0 = initial_weights(features, classes, 5);
+        let t = LinearTrainer::new(&ctx, features, classes, batch, 0.5).unwrap();
+        t.set_weights(&w0);
+        t.write_batch(&x, &y);
+        t.submit_step(batch);
+        let got = t.read_weights().unwrap();
+        let want = reference_step(&x, &y, &w0, features as usize, classes as usize, 0.5);
+        assert_eq!(got.len(), want.len());
+        let moved = got.iter().zip(&w0).filter(|(a, b)| a != b).count();
+        assert!(
+            moved > want.len() / 2,
+            "the step changed only {moved} weights"
+        );
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (f64::from(*g) - w).abs() < 1e-5,
+                "weight {i}: wgpu {g} vs reference {w}"
+            );
+        }
+    }
+
+    #[test]
+    fn both_modes_are_recorded_for_every_configuration() {
+        let ctx = WgpuCtx::new().expect("a wgpu adapter");
+        let plan = LinearPlan {
+            samples: 512,
+            features: 64,
+            classes: 4,
+            batch_sizes: vec![64, 128],
+            repeats: 2,
+            epochs: 2,
+            lr: 0.01,
+            weight_seed: 1,
+            data_seed: 2,
+            shuffle_seed: 42,
+            record_steps: true,
+        };
+        let e = linear_experiment(&ctx, "compute_wgpu", "linear on wgpu", &plan, |_| {}).unwrap();
+        assert_eq!(e.configurations.len(), 2);
+        for c in &e.configurations {
+            assert!(c.failure.is_none(), "{:?}", c.failure);
+            assert_eq!(c.runs.len(), 2 * 2 * 2, "repeats × modes × epochs");
+            for r in &c.runs {
+                match r.timing_mode {
+                    TimingMode::WholeRun => {
+                        let w = r.whole_run.as_ref().unwrap();
+                        assert_eq!(w.samples, Some(512));
+                        assert_eq!(w.samples_per_s, Some(512.0 / w.seconds.unwrap()));
+                    }
+                    TimingMode::Diagnostic => {
+                        let d = r.diagnostic.as_ref().unwrap();
+                        let parts = d.next_wait.as_ref().unwrap().mean_s.unwrap()
+                            + d.transfer.as_ref().unwrap().mean_s.unwrap()
+                            + d.compute.as_ref().unwrap().mean_s.unwrap();
+                        let step = d.step.as_ref().unwrap().mean_s.unwrap();
+                        assert!(
+                            (parts - step).abs() <= 0.05 * step,
+                            "stages {parts} vs step {step}"
+                        );
+                        assert_eq!(
+                            r.steps.as_ref().unwrap().compute_ns.len(),
+                            512 / c.params["batch_size"].as_f64().unwrap() as usize
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

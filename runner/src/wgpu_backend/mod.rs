@@ -1,0 +1,155 @@
+//! The wgpu back end: any Vulkan, Metal or DX12 device (Debian's lavapipe,
+//! a software Vulkan device, where there is no GPU). It runs the seeds/000
+//! linear classifier's SGD training step as WGSL compute passes and
+//! host-to-device copies, in both timing modes: whole-run waits on the queue
+//! once before and once after the epoch; diagnostic waits after every stage.
+//!
+//! A wgpu queue submission returns before the device has finished, exactly
+//! like a CUDA launch, so the methodology's rules apply unchanged.
+
+mod linear;
+mod transfer;
+
+pub use linear::{LinearPlan, LinearTrainer, linear_experiment};
+pub use transfer::{TransferPlan, transfer_experiment};
+
+use stallscope_bundle::{DeviceInfo, DeviceKind, WgpuInfo};
+
+/// The wgpu major version this runner is built against (recorded in bundles).
+pub const WGPU_VERSION: &str = "30";
+
+/// Why the wgpu device could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum WgpuError {
+    #[error(
+        "no wgpu adapter found ({0}); on Linux without a GPU install Debian's mesa-vulkan-drivers (software Vulkan), which `cargo xtask setup` does"
+    )]
+    NoAdapter(String),
+    #[error("the wgpu adapter {adapter} refused a device: {message}")]
+    Device { adapter: String, message: String },
+    #[error("waiting for the wgpu queue failed: {0}")]
+    Poll(String),
+    #[error("reading a wgpu buffer back failed: {0}")]
+    Map(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The device, its queue and what to record about them; built once.
+pub struct WgpuCtx {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+}
+
+impl WgpuCtx {
+    /// The first adapter wgpu offers with the highest-performance preference
+    /// (a discrete GPU before an integrated one before a CPU device).
+    pub fn new() -> Result<WgpuCtx, WgpuError> {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        desc.backends = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
+        let instance = wgpu::Instance::new(desc);
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        }))
+        .map_err(|e| WgpuError::NoAdapter(e.to_string()))?;
+        let info = adapter.get_info();
+        // Ask for everything the adapter offers: large copies need its real
+        // buffer limits, not the portable defaults.
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("stallscope"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| WgpuError::Device {
+            adapter: info.name.clone(),
+            message: e.to_string(),
+        })?;
+        Ok(WgpuCtx {
+            device,
+            queue,
+            info,
+            limits,
+        })
+    }
+
+    /// Block until every submitted piece of work has finished (the
+    /// synchronization point of both timing modes).
+    pub fn wait(&self) -> Result<(), WgpuError> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| WgpuError::Poll(e.to_string()))
+    }
+
+    /// The device as the bundle records it.
+    pub fn device_info(&self) -> DeviceInfo {
+        let driver = [self.info.driver.as_str(), self.info.driver_info.as_str()]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        DeviceInfo {
+            kind: DeviceKind::Wgpu,
+            name: self.info.name.clone(),
+            index: None,
+            memory_total_bytes: None,
+            driver: (!driver.is_empty()).then_some(driver),
+            cuda_runtime: None,
+            compute_capability: None,
+            backend: Some(format!("{:?}", self.info.backend)),
+            device_type: Some(format!("{:?}", self.info.device_type)),
+        }
+    }
+
+    /// The wgpu library and adapter as the bundle records them.
+    pub fn wgpu_info(&self) -> WgpuInfo {
+        WgpuInfo {
+            version: WGPU_VERSION.to_string(),
+            adapter: Some(self.info.name.clone()),
+            backend: Some(format!("{:?}", self.info.backend)),
+            driver: Some(self.info.driver.clone()).filter(|d| !d.is_empty()),
+        }
+    }
+
+    /// The largest storage buffer this device binds.
+    pub fn max_binding(&self) -> u64 {
+        u64::from(self.limits.max_storage_buffer_binding_size).min(self.limits.max_buffer_size)
+    }
+}
+
+/// Configurations in ascending order for even repeats and descending for odd
+/// ones (ascending, descending, ascending…), so drift favours neither end.
+pub(crate) fn repeat_order(n: usize, repeat: u32) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    if repeat % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
+/// Host peak resident memory of this process (VmHWM), when /proc has it.
+pub(crate) fn host_peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_alternate_the_order() {
+        assert_eq!(repeat_order(3, 0), [0, 1, 2]);
+        assert_eq!(repeat_order(3, 1), [2, 1, 0]);
+        assert_eq!(repeat_order(3, 2), [0, 1, 2]);
+    }
+}

@@ -1,0 +1,230 @@
+//! Host-to-device copies on wgpu (`Queue::write_buffer` into a device
+//! buffer), reported as bytes per second per size, in both timing modes:
+//! whole-run queues every copy and waits once; diagnostic waits after each.
+
+use std::time::Instant;
+
+use stallscope_bundle::{
+    Configuration, Experiment, ExperimentKind, Failure, Memory, ParamValue, Phase, Run, StepSeries,
+    TimingMode, WholeRun,
+};
+
+use super::{WgpuCtx, WgpuError, host_peak_rss_bytes, repeat_order};
+use crate::train::diagnostic_from_series;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct TransferPlan {
+    pub sizes_bytes: Vec<u64>,
+    /// Copies per run.
+    pub copies: u32,
+    pub repeats: u32,
+}
+
+fn one_size(ctx: &WgpuCtx, size: u64, copies: u32, repeat: u32) -> Result<Vec<Run>, WgpuError> {
+    if size > ctx.limits.max_buffer_size {
+        return Err(WgpuError::Invalid(format!(
+            "{size} bytes exceed the device's largest buffer ({} bytes)",
+            ctx.limits.max_buffer_size
+        )));
+    }
+    let size = size.div_ceil(4) * 4;
+    let host: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    let buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("transfer"),
+        size,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    // Warm-up copy outside the timed region.
+    ctx.queue.write_buffer(&buf, 0, &host);
+    ctx.queue.submit(std::iter::empty());
+    ctx.wait()?;
+    let bytes = size * u64::from(copies);
+    let mut runs = Vec::new();
+    for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
+        let mut run = Run {
+            id: format!("{}-r{repeat}", mode.as_str()),
+            timing_mode: mode,
+            repeat,
+            epoch: 0,
+            phase: Phase::Steady,
+            summary_of: None,
+            whole_run: None,
+            diagnostic: None,
+            memory: None,
+            loader: None,
+            steps: None,
+        };
+        ctx.wait()?;
+        let started = Instant::now();
+        match mode {
+            TimingMode::WholeRun => {
+                for _ in 0..copies {
+                    ctx.queue.write_buffer(&buf, 0, &host);
+                    ctx.queue.submit(std::iter::empty());
+                }
+                ctx.wait()?;
+                let seconds = started.elapsed().as_secs_f64();
+                run.whole_run = Some(WholeRun {
+                    seconds: Some(seconds),
+                    samples: Some(u64::from(copies)),
+                    samples_per_s: Some(f64::from(copies) / seconds),
+                    steps: Some(u64::from(copies)),
+                    bytes: Some(bytes),
+                    ..WholeRun::default()
+                });
+            }
+            TimingMode::Diagnostic => {
+                let mut s = StepSeries::default();
+                for _ in 0..copies {
+                    let t0 = Instant::now();
+                    let src = host.as_slice();
+                    let t1 = Instant::now();
+                    ctx.queue.write_buffer(&buf, 0, src);
+                    ctx.queue.submit(std::iter::empty());
+                    ctx.wait()?;
+                    let t2 = Instant::now();
+                    s.next_wait_ns.push((t1 - t0).as_nanos() as u64);
+                    s.transfer_ns.push((t2 - t1).as_nanos() as u64);
+                    s.compute_ns.push(0);
+                }
+                let seconds = started.elapsed().as_secs_f64();
+                run.diagnostic = Some(diagnostic_from_series(
+                    &s,
+                    seconds,
+                    u64::from(copies),
+                    bytes,
+                    None,
+                ));
+            }
+        }
+        run.memory = Some(Memory {
+            host_peak_rss_bytes: host_peak_rss_bytes(),
+            ..Memory::default()
+        });
+        runs.push(run);
+    }
+    Ok(runs)
+}
+
+/// The `transfer` experiment on wgpu: one configuration per size.
+pub fn transfer_experiment(
+    ctx: &WgpuCtx,
+    id: &str,
+    title: &str,
+    plan: &TransferPlan,
+    mut on_progress: impl FnMut(&Experiment),
+) -> Experiment {
+    let mut experiment = Experiment {
+        id: id.to_string(),
+        kind: ExperimentKind::Transfer,
+        title: title.to_string(),
+        description: Some(format!(
+            "Queue::write_buffer from host memory into a device buffer on {} ({:?}); wgpu stages the copy itself, so there is no pageable/pinned or stream choice here. The diagnostic compute stage is empty (no kernel runs).",
+            ctx.info.name, ctx.info.backend
+        )),
+        swept: vec!["size_bytes".into()],
+        settings: [
+            ("backend".to_string(), ParamValue::from("wgpu")),
+            ("copies".to_string(), ParamValue::from(plan.copies)),
+        ]
+        .into_iter()
+        .collect(),
+        baseline: plan.sizes_bytes.first().map(|s| format!("size{s}")),
+        not_applicable: None,
+        configurations: plan
+            .sizes_bytes
+            .iter()
+            .map(|s| Configuration {
+                id: format!("size{s}"),
+                label: stallscope_bundle::analysis::show_bytes(*s as f64),
+                params: [("size_bytes".to_string(), ParamValue::Int(*s as i64))]
+                    .into_iter()
+                    .collect(),
+                batch_bytes: Some(*s),
+                runs: Vec::new(),
+                failure: None,
+            })
+            .collect(),
+    };
+    for repeat in 0..plan.repeats {
+        for ci in repeat_order(plan.sizes_bytes.len(), repeat) {
+            let result = one_size(ctx, plan.sizes_bytes[ci], plan.copies, repeat);
+            let c = &mut experiment.configurations[ci];
+            match result {
+                Ok(runs) => c.runs.extend(runs),
+                Err(e) => {
+                    c.failure = Some(Failure::Error {
+                        message: e.to_string(),
+                    })
+                }
+            }
+            on_progress(&experiment);
+        }
+    }
+    experiment
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_are_timed_in_both_modes_per_size() {
+        let ctx = WgpuCtx::new().expect("a wgpu adapter");
+        let plan = TransferPlan {
+            sizes_bytes: vec![4096, 1 << 20],
+            copies: 8,
+            repeats: 1,
+        };
+        let e = transfer_experiment(&ctx, "transfer_wgpu", "copies", &plan, |_| {});
+        for c in &e.configurations {
+            assert!(c.failure.is_none(), "{:?}", c.failure);
+            let w = c
+                .runs
+                .iter()
+                .find(|r| r.timing_mode == TimingMode::WholeRun)
+                .unwrap();
+            let w = w.whole_run.as_ref().unwrap();
+            assert_eq!(w.bytes, Some(8 * c.batch_bytes.unwrap()));
+            assert!(w.seconds.unwrap() > 0.0);
+            let d = c
+                .runs
+                .iter()
+                .find(|r| r.timing_mode == TimingMode::Diagnostic)
+                .unwrap();
+            assert!(
+                d.diagnostic
+                    .as_ref()
+                    .unwrap()
+                    .transfer
+                    .as_ref()
+                    .unwrap()
+                    .median_s
+                    .unwrap()
+                    > 0.0
+            );
+        }
+        let b = stallscope_bundle::Bundle {
+            schema_version: stallscope_bundle::SchemaVersion::CURRENT,
+            id: "t".into(),
+            title: "t".into(),
+            created_at: "2026-11-30T00:00:00Z".into(),
+            provenance: stallscope_bundle::Provenance::Measured,
+            environment: stallscope_bundle::Environment {
+                runner: Some(Default::default()),
+                host: Some(Default::default()),
+                device: Some(ctx.device_info()),
+                ..Default::default()
+            },
+            experiments: vec![e],
+            status: stallscope_bundle::RunStatus {
+                state: stallscope_bundle::RunState::Complete,
+                message: None,
+            },
+            notes: vec![],
+        };
+        assert_eq!(stallscope_bundle::validate(&b), vec![]);
+    }
+}
