@@ -26,10 +26,12 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
                 };
                 if !args.json {
                     println!(
-                        "{}: valid — format {}, {provenance}, {} experiments, {configs} configurations, {runs} runs",
+                        "{}: valid — format {}, {provenance}, {}, {}, {}",
                         path.display(),
                         b.schema_version,
-                        b.experiments.len()
+                        plural(b.experiments.len(), "experiment"),
+                        plural(configs, "configuration"),
+                        plural(runs, "run")
                     );
                 }
                 report.push(serde_json::json!({"file": path, "valid": true, "problems": []}));
@@ -58,4 +60,12 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
