@@ -24,9 +24,65 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Side-by-side table of two bundles; exit 1 on a whole-run regression beyond the threshold.
     Compare(CompareArgs),
+    /// Run a suite (default: the quickstart preset) and write a result bundle.
+    Run(RunArgs),
+    /// Print what the runner records about the machine and the software.
+    Env(EnvArgs),
+    /// Per-step timeline of a diagnostic run as Chrome trace-event JSON (for Perfetto).
+    Trace(TraceArgs),
     /// A loader worker process (started by the runner itself; not for people).
     #[command(name = "__loader-worker", hide = true)]
     LoaderWorker,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// A suite file (TOML); without it, the preset named by --preset (default quickstart).
+    pub suite: Option<PathBuf>,
+    /// A preset suite: quickstart, fashionmnist-batch-sweep, transfer.
+    #[arg(long, conflicts_with = "suite")]
+    pub preset: Option<String>,
+    /// auto (CUDA when present, else the CPU), cpu, cuda or cuda:N.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Output folder; the bundle is <OUT>/bundle.json (default out/<bundle id>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Apply each experiment's `quick` overrides (fewer sizes, samples, repeats).
+    #[arg(long)]
+    pub quick: bool,
+    /// Folder holding libtorch_cuda.so (default: STALLSCOPE_LIBTORCH, then the installed PyTorch).
+    #[arg(long)]
+    pub libtorch: Option<PathBuf>,
+    /// Folder with FashionMNIST IDX files (train-images-idx3-ubyte, train-labels-idx1-ubyte);
+    /// without it, data of the same shape is generated and recorded as synthetic.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EnvArgs {
+    /// Print the bundle's `environment` object as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The device to describe: auto, cpu, cuda or cuda:N.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Folder holding libtorch_cuda.so.
+    #[arg(long)]
+    pub libtorch: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TraceArgs {
+    /// The bundle (JSON).
+    pub bundle: PathBuf,
+    /// The diagnostic run: its id when unique, else EXPERIMENT/CONFIGURATION/RUN.
+    #[arg(long)]
+    pub run: String,
+    /// The trace file to write (JSON).
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
@@ -70,6 +126,9 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Validate(args) => commands::validate::run(&args),
         Command::Compare(args) => commands::compare::run(&args),
+        Command::Run(args) => commands::run::run(&args),
+        Command::Env(args) => commands::env::run(&args),
+        Command::Trace(args) => commands::trace::run(&args),
         Command::LoaderWorker => crate::loader::worker_main()
             .map(|()| ExitCode::SUCCESS)
             .map_err(Into::into),

@@ -98,6 +98,18 @@ pub trait Dataset: Send + Sync {
     fn collate(&self, indices: &[u64]) -> Result<HostBatch, FeedError>;
 }
 
+impl<D: Dataset + ?Sized> Dataset for std::sync::Arc<D> {
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    fn sample_shape(&self) -> Vec<i64> {
+        (**self).sample_shape()
+    }
+    fn collate(&self, indices: &[u64]) -> Result<HostBatch, FeedError> {
+        (**self).collate(indices)
+    }
+}
+
 /// A dataset held in host memory as plain values: inputs `N × shape`
 /// (float32, row-major) and labels `N` (class indices).
 pub struct TensorDataset {

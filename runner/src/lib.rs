@@ -13,3 +13,5 @@ pub mod envinfo;
 pub mod shim;
 pub mod train;
 pub mod wgpu_backend;
+pub mod suite;
+pub mod experiments;

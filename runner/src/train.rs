@@ -226,7 +226,6 @@ pub fn diagnostic_from_series(
         transfer: stage_stat(&skip(&s.transfer_ns)),
         compute: stage_stat(&skip(&s.compute_ns)),
         step: stage_stat(&skip(&sums)),
-        ..Diagnostic::default()
     }
 }
 
@@ -251,7 +250,6 @@ pub fn stage_stat(values: &[f64]) -> Option<StageStat> {
         max_s: v.last().copied(),
         total_s: Some(total),
         count: Some(v.len() as u64),
-        ..StageStat::default()
     })
 }
 

@@ -1,3 +1,6 @@
 //! One module per subcommand.
 pub mod compare;
+pub mod env;
+pub mod run;
+pub mod trace;
 pub mod validate;

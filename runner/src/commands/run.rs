@@ -1,0 +1,252 @@
+//! `stallscope run`: load a suite, pick the device, run every experiment with
+//! a progress bar, write the bundle atomically after every configuration and
+//! at the end, and print the comparison table of each experiment.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use stallscope_bundle::{
+    Bundle, Provenance, RunState, RunStatus, SchemaVersion, Seeds, SuiteRecord, TimingMode,
+};
+
+use crate::bundle_file::write_atomic;
+use crate::cli::RunArgs;
+use crate::device::{DeviceCtx, DeviceRequest};
+use crate::experiments::{self, Outcome, Progress, RunCtx};
+use crate::{envinfo, report, shim, suite};
+
+/// Set by Ctrl-C; checked between steps.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Exit code when Ctrl-C stopped the run (128 + SIGINT).
+pub const EXIT_INTERRUPTED: u8 = 130;
+/// Exit code when some configuration failed (panic, error) but the run ended.
+pub const EXIT_FAILURES: u8 = 1;
+
+struct Bar(ProgressBar);
+
+impl Progress for Bar {
+    fn epoch(
+        &self,
+        experiment: &str,
+        configuration: &str,
+        repeat: u32,
+        mode: TimingMode,
+        epoch: u32,
+    ) {
+        self.0.set_message(format!(
+            "{experiment} {configuration} repeat {repeat} {} epoch {epoch}",
+            mode.as_str()
+        ));
+    }
+    fn epoch_done(&self) {
+        self.0.inc(1);
+    }
+}
+
+pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let plan = suite::load(args.suite.as_deref(), args.preset.as_deref(), args.quick)?;
+    let request: DeviceRequest = args.device.parse()?;
+    let device = DeviceCtx::open(request, args.libtorch.as_deref())?;
+    // FP32 with TF32 off, set explicitly and recorded.
+    shim::set_tf32(shim::Tf32 {
+        matmul: false,
+        cudnn: false,
+    })
+    .context("turning TF32 off")?;
+    let seeds = Seeds {
+        weights: plan.seed,
+        shuffle: plan.seed,
+        data: plan.data_seed,
+    };
+    let mut environment = envinfo::environment(&device);
+    environment.suite = Some(SuiteRecord {
+        name: plan.name.clone(),
+        path: plan.path.as_ref().map(|p| p.display().to_string()),
+        toml: plan.toml.clone(),
+    });
+    environment.seeds = Some(seeds);
+
+    let (created_at, id) = bundle_id();
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("out").join(&id));
+    let path = out_dir.join("bundle.json");
+    install_ctrlc()?;
+
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr())
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} epochs  eta {eta}  {msg}")
+            .expect("static template"),
+    );
+    let progress = Bar(bar.clone());
+    let rc = RunCtx {
+        device: &device,
+        stop: &STOP,
+        data_dir: args.data_dir.as_deref(),
+        seeds,
+        progress: &progress,
+        inject_panic: std::env::var("STALLSCOPE_INJECT_PANIC").ok(),
+    };
+
+    let mut bundle = Bundle {
+        schema_version: SchemaVersion::CURRENT,
+        id: id.clone(),
+        title: format!("{} on {}", plan.title, device.info().name),
+        created_at,
+        provenance: Provenance::Measured,
+        environment,
+        experiments: Vec::new(),
+        status: RunStatus {
+            state: RunState::Running,
+            message: None,
+        },
+        notes: Vec::new(),
+    };
+    if !crate::device::reset_host_peak_rss() {
+        bundle.notes.push(
+            "Host peak RSS could not be reset between epochs (/proc/self/clear_refs refused): each figure is the process's peak so far.".into(),
+        );
+    }
+
+    // Build every experiment first so the bundle lists them all from the start.
+    let mut grids = Vec::new();
+    for p in &plan.experiments {
+        let grid = experiments::grid_for(p, &rc)
+            .with_context(|| format!("preparing experiment {}", p.id))?;
+        let skeleton = match &grid {
+            Some(g) => g.skeleton(),
+            None => experiments::oom_probe::skeleton(p, &rc),
+        };
+        if let Some(g) = &grid {
+            bar.inc_length(
+                g.epochs_per_unit() * skeleton.configurations.len() as u64 * u64::from(p.repeats),
+            );
+        }
+        bundle.experiments.push(skeleton);
+        grids.push(grid);
+    }
+    let mut save_error: Option<std::io::Error> = None;
+    let mut save = |b: &Bundle| {
+        if let Err(e) = write_atomic(&path, b) {
+            save_error.get_or_insert(e);
+        }
+    };
+    save(&bundle);
+
+    let mut failures = 0;
+    let mut interrupted = false;
+    for (i, (p, grid)) in plan.experiments.iter().zip(grids.iter_mut()).enumerate() {
+        let outcome = match grid {
+            Some(g) => experiments::drive(&mut bundle, i, g.as_mut(), p.repeats, &rc, &mut save),
+            None => experiments::oom_probe::drive(&mut bundle, i, p, &rc, &mut save),
+        };
+        match outcome {
+            Outcome::Finished { failures: f } => failures += f,
+            Outcome::Interrupted => {
+                interrupted = true;
+                break;
+            }
+        }
+    }
+    bar.finish_and_clear();
+    bundle.status = if interrupted {
+        RunStatus {
+            state: RunState::Partial,
+            message: Some(
+                "stopped by Ctrl-C; every configuration finished before it is kept".into(),
+            ),
+        }
+    } else {
+        RunStatus {
+            state: RunState::Complete,
+            message: (failures > 0)
+                .then(|| format!("{failures} configuration(s) failed; see their failure records")),
+        }
+    };
+    save(&bundle);
+    if let Some(e) = save_error {
+        return Err(e).with_context(|| format!("writing {}", path.display()));
+    }
+
+    print!("{}", report::render_bundle(&bundle));
+    println!("bundle: {}", path.display());
+    Ok(if interrupted {
+        eprintln!("interrupted: partial bundle written");
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if failures > 0 {
+        ExitCode::from(EXIT_FAILURES)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// First Ctrl-C: stop after the current step and write a partial bundle.
+/// Second: exit at once.
+fn install_ctrlc() -> anyhow::Result<()> {
+    let result = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+        eprintln!(
+            "\nCtrl-C: finishing the current step and writing a partial bundle (Ctrl-C again to quit now)"
+        );
+    });
+    match result {
+        Ok(()) | Err(ctrlc::Error::MultipleHandlers) => Ok(()),
+        Err(e) => Err(e).context("installing the Ctrl-C handler"),
+    }
+}
+
+/// (RFC 3339 UTC time, bundle id `YYYYMMDDTHHMMSSZ-xxxx`).
+pub fn bundle_id() -> (String, String) {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs() as i64;
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    let (h, mi, se) = (s / 3600, s % 3600 / 60, s % 60);
+    let mut state = now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
+    let suffix = crate::feed::splitmix64(&mut state) & 0xffff;
+    (
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{se:02}Z"),
+        format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{se:02}Z-{suffix:04x}"),
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_422), (2025, 11, 30));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}

@@ -1,0 +1,256 @@
+//! `oom_probe`: under a per-process memory fraction, raise the batch (doubling,
+//! then bisecting) until one training step fails with an out-of-memory error;
+//! record the error as a result (with its numbers checked against the
+//! device), recover, and keep everything that fit. CUDA only: on the CPU the
+//! experiment is recorded as not applicable, with the reason.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use stallscope_bundle::{
+    Bundle, Configuration, Experiment, ExperimentKind, Failure, OomFailure, ParamValue, Phase, Run,
+    TimingMode, WholeRun, analysis,
+};
+
+use super::{Outcome, RunCtx, batch_label, panic_message};
+use crate::models::{ModelSpec, Trainer, synthetic_batch};
+use crate::shim;
+use crate::suite::{ExperimentPlan, ExperimentSpec};
+
+/// The experiment as recorded before any probe.
+pub fn skeleton(plan: &ExperimentPlan, rc: &RunCtx) -> Experiment {
+    let ExperimentSpec::OomProbe {
+        model,
+        memory_fraction,
+        start_batch,
+        max_batch,
+    } = &plan.spec
+    else {
+        unreachable!("oom_probe::skeleton is called for oom_probe plans only")
+    };
+    Experiment {
+        id: plan.id.clone(),
+        kind: ExperimentKind::OomProbe,
+        title: plan
+            .title
+            .clone()
+            .unwrap_or_else(|| "Largest batch under a memory cap".into()),
+        description: Some(format!(
+            "The caching allocator is capped at {memory_fraction} of the device's memory (per-process memory fraction). One training step of the {} on a synthetic batch is timed whole-run at batch sizes doubling from {start_batch} (at most {max_batch}), then bisecting between the last that fit and the first that failed. The failure is recorded with the error text, the cap, free/total and the allocator's counters; the process frees the failed step's tensors, empties the cache and goes on.",
+            model.name()
+        )),
+        swept: vec!["batch_size".into()],
+        settings: [
+            ("model".to_string(), ParamValue::from(model.name())),
+            ("data".to_string(), "synthetic".into()),
+            ("memory_fraction".to_string(), (*memory_fraction).into()),
+        ]
+        .into(),
+        baseline: None,
+        not_applicable: (!rc.device.is_cuda()).then(|| {
+            "needs a CUDA device: the CPU has no caching allocator with a memory cap, so an out-of-memory error cannot be provoked and recovered from safely".to_string()
+        }),
+        configurations: Vec::new(),
+    }
+}
+
+enum Probe {
+    Fit(Box<Run>),
+    Oom(Box<OomFailure>),
+    Failed(String),
+}
+
+/// Run the probe into `bundle.experiments[exp_index]`, saving after each batch.
+pub fn drive(
+    bundle: &mut Bundle,
+    exp_index: usize,
+    plan: &ExperimentPlan,
+    rc: &RunCtx,
+    save: &mut dyn FnMut(&Bundle),
+) -> Outcome {
+    let ExperimentSpec::OomProbe {
+        model,
+        memory_fraction,
+        start_batch,
+        max_batch,
+    } = plan.spec
+    else {
+        unreachable!("oom_probe::drive is called for oom_probe plans only")
+    };
+    let Some(index) = rc.device.cuda_index() else {
+        return Outcome::Finished { failures: 0 };
+    };
+    if let Err(e) =
+        shim::set_allocator_settings(&format!("per_process_memory_fraction:{memory_fraction}"))
+    {
+        bundle.experiments[exp_index].not_applicable = Some(format!(
+            "could not set the per-process memory fraction: {e}"
+        ));
+        save(bundle);
+        return Outcome::Finished { failures: 1 };
+    }
+    let mut last_fit: Option<i64> = None;
+    let mut first_fail: Option<i64> = None;
+    let mut batch = start_batch;
+    let mut failures = 0;
+    loop {
+        if rc.stop.load(Ordering::Relaxed) {
+            return Outcome::Interrupted;
+        }
+        rc.progress
+            .epoch(&plan.id, &format!("bs{batch}"), 0, TimingMode::WholeRun, 0);
+        let probe = probe(model, batch, index, memory_fraction, rc);
+        rc.progress.epoch_done();
+        let mut config = Configuration {
+            id: format!("bs{batch}"),
+            label: batch_label(batch),
+            params: [("batch_size".to_string(), ParamValue::Int(batch))].into(),
+            batch_bytes: Some(
+                (model.input_shape().iter().product::<i64>() * 4 + 8) as u64 * batch as u64,
+            ),
+            runs: Vec::new(),
+            failure: None,
+        };
+        let fit = match probe {
+            Probe::Fit(run) => {
+                config.runs.push(*run);
+                true
+            }
+            Probe::Oom(oom) => {
+                config.failure = Some(Failure::OutOfMemory(*oom));
+                false
+            }
+            Probe::Failed(message) => {
+                failures += 1;
+                config.failure = Some(Failure::Error { message });
+                bundle.experiments[exp_index].configurations.push(config);
+                save(bundle);
+                break;
+            }
+        };
+        let exp = &mut bundle.experiments[exp_index];
+        exp.configurations.push(config);
+        exp.configurations.sort_by_key(|c| {
+            c.params
+                .get("batch_size")
+                .and_then(ParamValue::as_f64)
+                .map(|b| b as i64)
+        });
+        save(bundle);
+        if fit {
+            last_fit = Some(batch);
+        } else {
+            first_fail = Some(batch);
+        }
+        batch = match (last_fit, first_fail) {
+            (Some(lo), None) if lo < max_batch => (lo * 2).min(max_batch),
+            (Some(lo), Some(hi)) if hi - lo > (lo / 8).max(256) => {
+                let mid = lo + (hi - lo) / 2;
+                mid - mid % 256
+            }
+            _ => break,
+        };
+    }
+    Outcome::Finished { failures }
+}
+
+/// One training step at `batch`, timed whole-run, or the OOM it raised.
+fn probe(model: ModelSpec, batch: i64, device: u32, fraction: f64, rc: &RunCtx) -> Probe {
+    let ctx = rc.device;
+    ctx.empty_cache();
+    ctx.reset_peaks();
+    let result = catch_unwind(AssertUnwindSafe(|| -> Result<Run, tch::TchError> {
+        let mut trainer = Trainer::new(
+            model,
+            model.default_optimizer(),
+            ctx.device,
+            rc.seeds.weights,
+        )?;
+        let (x, y) = synthetic_batch(model, batch, ctx.device);
+        ctx.synchronize();
+        let t0 = Instant::now();
+        trainer.step(&x, &y)?;
+        ctx.synchronize();
+        let seconds = t0.elapsed().as_secs_f64();
+        Ok(Run {
+            id: "whole_run-r0-e0".into(),
+            timing_mode: TimingMode::WholeRun,
+            repeat: 0,
+            epoch: 0,
+            phase: Phase::Cold,
+            summary_of: None,
+            whole_run: Some(WholeRun {
+                seconds: Some(seconds),
+                samples: Some(batch as u64),
+                samples_per_s: Some(batch as f64 / seconds),
+                steps: Some(1),
+                step_s: Some(seconds),
+                bytes: None,
+            }),
+            diagnostic: None,
+            memory: Some(ctx.memory()),
+            loader: None,
+            steps: None,
+        })
+    }));
+    let message = match result {
+        Ok(Ok(run)) => return Probe::Fit(Box::new(run)),
+        Ok(Err(e)) => e.to_string(),
+        Err(payload) => panic_message(&payload),
+    };
+    // Everything the step held is dropped by now; read the counters at the
+    // failure, then give the cache back.
+    let stats = shim::cuda_memory_stats(device).ok();
+    let info = shim::cuda_mem_info(device).ok();
+    ctx.empty_cache();
+    if !message.to_lowercase().contains("out of memory") {
+        return Probe::Failed(message);
+    }
+    let mut oom = OomFailure {
+        memory_fraction: Some(fraction),
+        cap_bytes: info.map(|(_, total)| (total as f64 * fraction) as u64),
+        requested_bytes: requested_bytes(&message),
+        allocated_bytes: stats.map(|s| s.allocated),
+        reserved_unallocated_bytes: stats.map(|s| s.reserved.saturating_sub(s.allocated)),
+        device_free_bytes: info.map(|(free, _)| free),
+        device_total_bytes: info.map(|(_, total)| total),
+        message: Some(message),
+        ..OomFailure::default()
+    };
+    oom.plausibility = Some(analysis::oom_plausibility(&oom));
+    Probe::Oom(Box::new(oom))
+}
+
+/// The size in "Tried to allocate 1.50 GiB" of a CUDA OOM message.
+pub fn requested_bytes(message: &str) -> Option<u64> {
+    let rest = &message[message.find("Tried to allocate ")? + "Tried to allocate ".len()..];
+    let mut parts = rest.split_whitespace();
+    let number: f64 = parts.next()?.parse().ok()?;
+    let unit = parts.next()?.trim_end_matches(['.', ',', ';']);
+    let scale = match unit {
+        "B" | "bytes" => 1.0,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        "TiB" => 1024f64.powi(4),
+        _ => return None,
+    };
+    Some((number * scale) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requested_bytes_are_read_from_the_message() {
+        let m = "CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 15.92 GiB";
+        assert_eq!(requested_bytes(m), Some(1_610_612_736));
+        assert_eq!(
+            requested_bytes("Tried to allocate 512.00 MiB."),
+            Some(536_870_912)
+        );
+        assert_eq!(requested_bytes("no numbers here"), None);
+    }
+}
