@@ -1,0 +1,89 @@
+//! Helpers for the runner's end-to-end tests: run the real `stallscope`
+//! binary (real libtorch, on the CPU), read back and validate its bundle.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use stallscope_bundle::{Bundle, read_bundle, validate};
+
+/// A fresh, empty folder under the target dir for one test.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("runner-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    dir
+}
+
+pub fn stallscope() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stallscope"));
+    c.env_remove("STALLSCOPE_INJECT_PANIC");
+    c
+}
+
+pub fn run(args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut c = stallscope();
+    c.args(args);
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    c.output().expect("run stallscope")
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Read a bundle the way the viewer does (parse + validate); panic with the
+/// problems if it is not valid.
+pub fn valid_bundle(path: &Path) -> Bundle {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let bundle = read_bundle(&bytes).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+    assert!(validate(&bundle).is_empty(), "{:?}", validate(&bundle));
+    bundle
+}
+
+/// A tiny suite covering every experiment kind, seconds on 2 CPU cores.
+pub const TINY_SUITE: &str = r#"
+title = "tiny"
+seed = 7
+repeats = 2
+epochs = 2
+
+[[experiment]]
+id = "compute"
+kind = "compute"
+model = "linear"
+features = 64
+classes = 4
+batch_sizes = [32, 64]
+steps = 8
+
+[[experiment]]
+id = "batch_sweep"
+kind = "batch_sweep"
+model = "linear"
+data = "tensor"
+samples = 1024
+batch_sizes = [64, 128]
+
+[[experiment]]
+id = "transfer"
+kind = "transfer"
+sizes_kib = [4, 64]
+copies = 10
+
+[[experiment]]
+id = "oom_probe"
+kind = "oom_probe"
+"#;
+
+pub fn write_suite(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write suite");
+    p
+}
