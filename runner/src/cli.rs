@@ -30,9 +30,33 @@ pub enum Command {
     Env(EnvArgs),
     /// Per-step timeline of a diagnostic run as Chrome trace-event JSON (for Perfetto).
     Trace(TraceArgs),
+    /// Write a self-contained static site: the viewer, the bundles and an index.
+    Site(SiteArgs),
+    /// Serve a directory (an exported site) on 127.0.0.1.
+    Serve(ServeArgs),
     /// A loader worker process (started by the runner itself; not for people).
     #[command(name = "__loader-worker", hide = true)]
     LoaderWorker,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SiteArgs {
+    /// Bundle files (JSON); each is validated first, and nothing is written if one is bad.
+    #[arg(required = true)]
+    pub bundles: Vec<PathBuf>,
+    /// The folder to write (new, empty, or a previous site).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The folder to serve.
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// The port on 127.0.0.1 (0 picks a free one; the URL is printed).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
 }
 
 #[derive(Debug, clap::Args)]
@@ -129,6 +153,8 @@ pub fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(&args),
         Command::Env(args) => commands::env::run(&args),
         Command::Trace(args) => commands::trace::run(&args),
+        Command::Site(args) => commands::site::run(&args),
+        Command::Serve(args) => commands::serve::run(&args),
         Command::LoaderWorker => crate::loader::worker_main()
             .map(|()| ExitCode::SUCCESS)
             .map_err(Into::into),

@@ -2,5 +2,7 @@
 pub mod compare;
 pub mod env;
 pub mod run;
+pub mod serve;
+pub mod site;
 pub mod trace;
 pub mod validate;

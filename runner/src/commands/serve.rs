@@ -1,0 +1,163 @@
+//! `stallscope serve [DIR] [--port N]`: serve a directory (an exported site)
+//! on 127.0.0.1 with correct MIME types, for a meeting or a quick look.
+
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::cli::ServeArgs;
+
+/// Run the server until the process is stopped.
+pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let root = args
+        .dir
+        .canonicalize()
+        .with_context(|| format!("{}: cannot serve it: no such directory", args.dir.display()))?;
+    if !root.is_dir() {
+        anyhow::bail!("{}: cannot serve it: not a directory", args.dir.display());
+    }
+    let server = tiny_http::Server::http(("127.0.0.1", args.port))
+        .map_err(|e| anyhow::anyhow!("cannot listen on 127.0.0.1:{}: {e}", args.port))?;
+    let port = server
+        .server_addr()
+        .to_ip()
+        .map(|a| a.port())
+        .context("the server has no IP address")?;
+    let mut out = std::io::stdout();
+    writeln!(
+        out,
+        "Serving {} at http://127.0.0.1:{port}/ (Ctrl-C stops it)",
+        root.display()
+    )?;
+    out.flush()?;
+    for request in server.incoming_requests() {
+        let response = respond(&root, request.url());
+        // A client that hung up is not the server's problem.
+        let _ = match response {
+            Reply::File(path, mime) => match std::fs::File::open(&path) {
+                Ok(file) => request.respond(
+                    tiny_http::Response::from_file(file)
+                        .with_header(header("Content-Type", mime))
+                        .with_header(header("Cache-Control", "no-cache")),
+                ),
+                Err(_) => request.respond(not_found()),
+            },
+            Reply::NotFound => request.respond(not_found()),
+        };
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+enum Reply {
+    File(PathBuf, &'static str),
+    NotFound,
+}
+
+fn not_found() -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+    tiny_http::Response::from_string("not found")
+        .with_status_code(404)
+        .with_header(header("Content-Type", "text/plain; charset=utf-8"))
+}
+
+fn header(name: &str, value: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
+        .expect("static header names and values are valid")
+}
+
+/// Map a request URL to a file below `root`; never outside it.
+fn respond(root: &Path, url: &str) -> Reply {
+    match resolve(root, url) {
+        Some(path) => {
+            let mime = mime_type(&path);
+            Reply::File(path, mime)
+        }
+        None => Reply::NotFound,
+    }
+}
+
+pub(crate) fn resolve(root: &Path, url: &str) -> Option<PathBuf> {
+    let path = url.split(['?', '#']).next().unwrap_or("");
+    let decoded = percent_decode(path)?;
+    let mut full = root.to_path_buf();
+    for component in Path::new(decoded.trim_start_matches('/')).components() {
+        match component {
+            Component::Normal(part) => full.push(part),
+            Component::CurDir => {}
+            // `..`, a drive prefix or a second root never leave `root`.
+            _ => return None,
+        }
+    }
+    if full.is_dir() {
+        full.push("index.html");
+    }
+    full.is_file().then_some(full)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The MIME type by extension; `application/wasm` matters (streaming compile).
+pub(crate) fn mime_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
+        "html" | "htm" => "text/html; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "wasm" => "application/wasm",
+        "json" => "application/json",
+        "css" => "text/css; charset=utf-8",
+        "png" => "image/png",
+        "svg" => "image/svg+xml",
+        "txt" | "md" => "text/plain; charset=utf-8",
+        "csv" => "text/csv; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_files_and_refuses_to_leave_the_root() {
+        let dir =
+            std::env::temp_dir().join(format!("stallscope-serve-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("bundles")).unwrap();
+        std::fs::write(dir.join("index.html"), "<!doctype html>").unwrap();
+        std::fs::write(dir.join("bundles/a b.json"), "{}").unwrap();
+        assert_eq!(resolve(&dir, "/"), Some(dir.join("index.html")));
+        assert_eq!(resolve(&dir, "/?bundle=x#/b"), Some(dir.join("index.html")));
+        assert_eq!(
+            resolve(&dir, "/bundles/a%20b.json"),
+            Some(dir.join("bundles/a b.json"))
+        );
+        assert_eq!(resolve(&dir, "/../etc/passwd"), None);
+        assert_eq!(resolve(&dir, "/bundles/%2e%2e/%2e%2e/x"), None);
+        assert_eq!(resolve(&dir, "/missing.js"), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn wasm_gets_its_own_mime_type() {
+        assert_eq!(mime_type(Path::new("x_bg.wasm")), "application/wasm");
+        assert_eq!(
+            mime_type(Path::new("x.js")),
+            "text/javascript; charset=utf-8"
+        );
+        assert_eq!(mime_type(Path::new("index.json")), "application/json");
+    }
+}

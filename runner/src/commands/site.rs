@@ -1,0 +1,233 @@
+//! `stallscope site BUNDLE... --out DIR`: a self-contained static site — the
+//! viewer embedded in this binary, the bundles, and an `index.json` the
+//! viewer opens at start. Relative paths only, so it works under any sub-path
+//! of a static host; no server code.
+//!
+//! The viewer files are embedded at build time from `target/web-dist` (or
+//! `STALLSCOPE_WEB_DIST`), which `cargo xtask` fills before building the
+//! runner; see `runner/build_web_dist.rs`. A binary built without them says so.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde::Serialize;
+
+use crate::cli::SiteArgs;
+
+include!(concat!(env!("OUT_DIR"), "/web_dist.rs"));
+
+/// The files every viewer build has; the site is refused without them.
+const REQUIRED_VIEWER_FILES: [&str; 3] =
+    ["index.html", "stallscope_web.js", "stallscope_web_bg.wasm"];
+
+/// The name of the site's index, read by the viewer at start.
+pub const SITE_INDEX: &str = "index.json";
+
+/// Why a site was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum SiteError {
+    #[error(
+        "this stallscope binary was built without the viewer (no files in {searched} at build time). Build it with `cargo xtask build` (which builds the viewer into target/web-dist first), or build the viewer and set STALLSCOPE_WEB_DIST to its folder before `cargo build -p stallscope`."
+    )]
+    NoViewer { searched: String },
+    #[error("{file}: cannot read it: {source}")]
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{file}: not a valid bundle: {source}")]
+    Invalid {
+        file: PathBuf,
+        source: stallscope_bundle::ReadError,
+    },
+    #[error(
+        "{dir}: the output folder is not empty and is not a stallscope site (no {SITE_INDEX}); choose an empty or new folder"
+    )]
+    OutNotEmpty { dir: PathBuf },
+    #[error("{path}: cannot write it: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// One bundle as listed in the site's `index.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SiteEntry {
+    /// Path relative to the site root.
+    pub file: String,
+    pub id: String,
+    pub title: String,
+    /// `measured` or `published`.
+    pub provenance: &'static str,
+    pub bytes: usize,
+}
+
+/// The site's `index.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SiteIndex {
+    /// Always `stallscope-site`.
+    pub kind: &'static str,
+    pub version: u32,
+    pub bundles: Vec<SiteEntry>,
+}
+
+/// `stallscope site`.
+pub fn run(args: &SiteArgs) -> anyhow::Result<ExitCode> {
+    let index = write_site(&args.bundles, &args.out)?;
+    println!(
+        "Wrote a site with {} bundle{} to {}",
+        index.bundles.len(),
+        if index.bundles.len() == 1 { "" } else { "s" },
+        args.out.display()
+    );
+    for entry in &index.bundles {
+        println!("  {}  {} ({})", entry.file, entry.title, entry.provenance);
+    }
+    println!("Serve it with: stallscope serve {}", args.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Validate every bundle, then write the site. Nothing is written when a
+/// bundle is bad or the viewer is missing.
+pub fn write_site(bundles: &[PathBuf], out: &Path) -> Result<SiteIndex, SiteError> {
+    if !REQUIRED_VIEWER_FILES
+        .iter()
+        .all(|name| WEB_DIST.iter().any(|(file, _)| file == name))
+    {
+        return Err(SiteError::NoViewer {
+            searched: WEB_DIST_SOURCE.to_string(),
+        });
+    }
+    let mut entries = Vec::new();
+    let mut contents = Vec::new();
+    for path in bundles {
+        let bytes = std::fs::read(path).map_err(|source| SiteError::Read {
+            file: path.clone(),
+            source,
+        })?;
+        let bundle =
+            stallscope_bundle::read_bundle(&bytes).map_err(|source| SiteError::Invalid {
+                file: path.clone(),
+                source,
+            })?;
+        let file = format!("bundles/{:02}-{}.json", entries.len() + 1, slug(path));
+        entries.push(SiteEntry {
+            file: file.clone(),
+            id: bundle.id.clone(),
+            title: bundle.title.clone(),
+            provenance: if bundle.is_measured() {
+                "measured"
+            } else {
+                "published"
+            },
+            bytes: bytes.len(),
+        });
+        contents.push((file, bytes));
+    }
+    prepare_out_dir(out)?;
+    for (name, data) in WEB_DIST {
+        write(&out.join(name), data)?;
+    }
+    for (file, bytes) in &contents {
+        write(&out.join(file), bytes)?;
+    }
+    let index = SiteIndex {
+        kind: "stallscope-site",
+        version: 1,
+        bundles: entries,
+    };
+    let json = serde_json::to_vec_pretty(&index).expect("the index always serializes");
+    write(&out.join(SITE_INDEX), &json)?;
+    Ok(index)
+}
+
+/// Create `out`, or clear the bundles of a previous site there; refuse a
+/// folder holding anything else.
+fn prepare_out_dir(out: &Path) -> Result<(), SiteError> {
+    let write_err = |source| SiteError::Write {
+        path: out.to_path_buf(),
+        source,
+    };
+    if out.exists() {
+        let not_empty = std::fs::read_dir(out).map_err(write_err)?.next().is_some();
+        if not_empty && !out.join(SITE_INDEX).is_file() {
+            return Err(SiteError::OutNotEmpty {
+                dir: out.to_path_buf(),
+            });
+        }
+        let old = out.join("bundles");
+        if old.is_dir() {
+            std::fs::remove_dir_all(&old)
+                .map_err(|source| SiteError::Write { path: old, source })?;
+        }
+    }
+    std::fs::create_dir_all(out.join("bundles")).map_err(write_err)
+}
+
+fn write(path: &Path, data: &[u8]) -> Result<(), SiteError> {
+    std::fs::write(path, data).map_err(|source| SiteError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// A file-name-safe version of the input's stem.
+fn slug(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("bundle");
+    let slug: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(60)
+        .collect();
+    if slug.is_empty() {
+        "bundle".into()
+    } else {
+        slug
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_safe_file_names() {
+        assert_eq!(
+            slug(Path::new("/a/fashion mnist<1>.json")),
+            "fashion-mnist-1-"
+        );
+        assert_eq!(slug(Path::new("x.json")), "x");
+    }
+
+    #[test]
+    fn a_bad_bundle_writes_nothing() {
+        let dir = std::env::temp_dir().join(format!("stallscope-site-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, "{\"schema_version\": ").unwrap();
+        let out = dir.join("site");
+        let err = write_site(std::slice::from_ref(&bad), &out).unwrap_err();
+        let text = err.to_string();
+        if WEB_DIST.is_empty() {
+            assert!(text.contains("built without the viewer"), "{text}");
+        } else {
+            assert!(
+                text.contains("bad.json") && text.contains("line 1"),
+                "{text}"
+            );
+        }
+        assert!(!out.exists(), "nothing may be written for a bad bundle");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
