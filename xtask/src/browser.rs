@@ -206,18 +206,44 @@ impl Browser {
             self.port,
             body.len()
         )?;
+        // chromedriver keeps the connection open: read the header, then
+        // exactly Content-Length bytes (or chunks up to the last one).
         let mut raw = Vec::new();
-        stream.read_to_end(&mut raw)?;
-        let split = raw
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .context("chromedriver sent no HTTP header")?;
-        let head = String::from_utf8_lossy(&raw[..split]).to_string();
+        let mut buf = [0u8; 65536];
+        let split = loop {
+            if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i;
+            }
+            let n = stream.read(&mut buf)?;
+            if n == 0 {
+                bail!("chromedriver closed the connection before its answer to {method} {path}");
+            }
+            raw.extend_from_slice(&buf[..n]);
+        };
+        let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
         let mut payload = raw[split + 4..].to_vec();
-        if head
-            .to_ascii_lowercase()
-            .contains("transfer-encoding: chunked")
-        {
+        let length = head.lines().find_map(|l| {
+            l.strip_prefix("content-length:")
+                .and_then(|v| v.trim().parse::<usize>().ok())
+        });
+        let chunked = head.contains("transfer-encoding: chunked")
+            || head.contains("transfer-encoding:chunked");
+        loop {
+            let complete = match length {
+                Some(len) => payload.len() >= len,
+                None if chunked => payload.ends_with(b"0\r\n\r\n"),
+                None => false,
+            };
+            if complete {
+                break;
+            }
+            let n = stream.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            payload.extend_from_slice(&buf[..n]);
+        }
+        if chunked {
             payload = dechunk(&payload)?;
         }
         let v: Value = serde_json::from_slice(&payload)

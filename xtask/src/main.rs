@@ -16,6 +16,7 @@ const USAGE: &str = "usage: cargo xtask <task>
   setup               install what is missing: libtorch 2.11.0 (CPU-loadable, cached), the wasm32 target,
                       wasm-bindgen-cli 0.2.130, Debian's chromium, chromium-driver, mesa-vulkan-drivers, binaryen, g++
   test                setup, then fmt, clippy, the tests, the wasm build of shared and the viewer's tests
+  test-viewer         only the viewer's stage: its wasm build and the browser tests (after `setup`)
   demo [--no-serve] [RUN ARGS...]
                       build the runner, `stallscope run --preset quickstart --device auto --out out/demo RUN ARGS`,
                       export the site to out/demo/site and serve it (until Ctrl-C)
@@ -40,6 +41,7 @@ fn run() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("setup") => setup::run(&repo),
         Some("test") => test::run(&repo),
+        Some("test-viewer") => web::test(),
         Some("demo") => demo::run(&repo, rest),
         Some("bench") => bench::run(rest),
         Some("schema") => bench::schema(),

@@ -153,8 +153,11 @@ impl Server {
             .stdout
             .take()
             .context("no stdout from stallscope serve")?;
+        let mut reader = BufReader::new(stdout);
         let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line)?;
+        reader.read_line(&mut line)?;
+        // Keep reading, so the server never writes into a closed pipe.
+        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
         let url = line
             .split_whitespace()
             .find(|w| w.starts_with("http://127.0.0.1:"))

@@ -31,7 +31,7 @@ struct Ctx {
 }
 
 /// JS: the page finished loading its bundles.
-const LOADED: &str = "return !document.querySelector('.pending') && document.querySelectorAll('.bundle-row, .bundle-title, .experiment-title, .compare-view').length > 0;";
+const LOADED: &str = "return !document.querySelector('.pending') && document.querySelectorAll('.bundle-row, .bundle-title, .experiment-title, .compare-view, .how-to-read').length > 0;";
 /// JS: the experiment page's table is there and every chart is drawn.
 const EXPERIMENT_READY: &str = "const c=[...document.querySelectorAll('canvas.chart-canvas')]; return !!document.querySelector('.comparison-table') && c.length>0 && c.every(x=>x.dataset.drawn==='1');";
 
