@@ -30,24 +30,24 @@ pub enum SiteError {
         "this stallscope binary was built without the viewer (no files in {searched} at build time). Build it with `cargo xtask build` (which builds the viewer into target/web-dist first), or build the viewer and set STALLSCOPE_WEB_DIST to its folder before `cargo build -p stallscope`."
     )]
     NoViewer { searched: String },
-    #[error("{file}: cannot read it: {source}")]
+    #[error("{file}: cannot read it: {error}")]
     Read {
         file: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{file}: not a valid bundle: {source}")]
+    #[error("{file}: not a valid bundle: {error}")]
     Invalid {
         file: PathBuf,
-        source: stallscope_bundle::ReadError,
+        error: stallscope_bundle::ReadError,
     },
     #[error(
         "{dir}: the output folder is not empty and is not a stallscope site (no {SITE_INDEX}); choose an empty or new folder"
     )]
     OutNotEmpty { dir: PathBuf },
-    #[error("{path}: cannot write it: {source}")]
+    #[error("{path}: cannot write it: {error}")]
     Write {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -102,14 +102,14 @@ pub fn write_site(bundles: &[PathBuf], out: &Path) -> Result<SiteIndex, SiteErro
     let mut entries = Vec::new();
     let mut contents = Vec::new();
     for path in bundles {
-        let bytes = std::fs::read(path).map_err(|source| SiteError::Read {
+        let bytes = std::fs::read(path).map_err(|error| SiteError::Read {
             file: path.clone(),
-            source,
+            error,
         })?;
         let bundle =
-            stallscope_bundle::read_bundle(&bytes).map_err(|source| SiteError::Invalid {
+            stallscope_bundle::read_bundle(&bytes).map_err(|error| SiteError::Invalid {
                 file: path.clone(),
-                source,
+                error,
             })?;
         let file = format!("bundles/{:02}-{}.json", entries.len() + 1, slug(path));
         entries.push(SiteEntry {
@@ -145,9 +145,9 @@ pub fn write_site(bundles: &[PathBuf], out: &Path) -> Result<SiteIndex, SiteErro
 /// Create `out`, or clear the bundles of a previous site there; refuse a
 /// folder holding anything else.
 fn prepare_out_dir(out: &Path) -> Result<(), SiteError> {
-    let write_err = |source| SiteError::Write {
+    let write_err = |error| SiteError::Write {
         path: out.to_path_buf(),
-        source,
+        error,
     };
     if out.exists() {
         let not_empty = std::fs::read_dir(out).map_err(write_err)?.next().is_some();
@@ -158,17 +158,16 @@ fn prepare_out_dir(out: &Path) -> Result<(), SiteError> {
         }
         let old = out.join("bundles");
         if old.is_dir() {
-            std::fs::remove_dir_all(&old)
-                .map_err(|source| SiteError::Write { path: old, source })?;
+            std::fs::remove_dir_all(&old).map_err(|error| SiteError::Write { path: old, error })?;
         }
     }
     std::fs::create_dir_all(out.join("bundles")).map_err(write_err)
 }
 
 fn write(path: &Path, data: &[u8]) -> Result<(), SiteError> {
-    std::fs::write(path, data).map_err(|source| SiteError::Write {
+    std::fs::write(path, data).map_err(|error| SiteError::Write {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 

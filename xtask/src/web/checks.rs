@@ -53,6 +53,11 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         repo.join("fixtures/bad/truncated.json"),
         site.join("extra/truncated.json"),
     )?;
+    let shots = repo.join("target/screenshots");
+    if shots.exists() {
+        std::fs::remove_dir_all(&shots)
+            .with_context(|| format!("cannot clear {}", shots.display()))?;
+    }
     let server = Server::start(runner, &site)?;
     let published = read_json(&repo.join(PUBLISHED))?;
     let ctx = Ctx {
@@ -67,7 +72,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
             .unwrap_or_default()
             .to_string(),
         published,
-        shots: repo.join("target/screenshots"),
+        shots,
         repo: repo.to_path_buf(),
     };
     let checks: [(&str, Check); 9] = [
