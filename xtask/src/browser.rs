@@ -157,6 +157,15 @@ impl Browser {
         }
     }
 
+    /// A Chrome DevTools Protocol command through chromedriver.
+    pub(crate) fn cdp(&self, cmd: &str, params: Value) -> Result<Value> {
+        self.request(
+            "POST",
+            &self.path("/goog/cdp/execute"),
+            Some(json!({ "cmd": cmd, "params": params })),
+        )
+    }
+
     /// The text of an open alert, if one is open.
     pub(crate) fn alert_text(&self) -> Option<String> {
         self.request("GET", &self.path("/alert/text"), None)

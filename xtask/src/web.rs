@@ -32,6 +32,10 @@ pub fn test() -> Result<()> {
             "warnings",
         ])
         .run()?;
+    // The viewer's unit tests (URL state) run natively.
+    cargo()
+        .args(["test", "-p", "stallscope-web", "--lib"])
+        .run()?;
     let dist = build_dist(&repo)?;
     let runner = build_runner(&repo, &dist)?;
     checks::run(&repo, &runner)

@@ -16,8 +16,17 @@ pub fn applies(e: &Experiment) -> bool {
     points(e).len() >= 2
 }
 
-/// (x, median, min, max) per configuration with a numeric first swept value.
-fn points(e: &Experiment) -> Vec<(f64, f64, f64, f64)> {
+/// x, median, min, max of one configuration.
+type Point = (f64, f64, f64, f64);
+
+/// Every configuration with a numeric first swept value.
+fn points(e: &Experiment) -> Vec<Point> {
+    grouped_points(e).into_iter().flat_map(|(_, p)| p).collect()
+}
+
+/// The points as one series per combination of the other swept parameters
+/// (e.g. pinned × non-blocking), each sorted by x, in the bundle's order.
+fn grouped_points(e: &Experiment) -> Vec<(String, Vec<Point>)> {
     let Some(param) = e.swept.first() else {
         return Vec::new();
     };
@@ -26,18 +35,39 @@ fn points(e: &Experiment) -> Vec<(f64, f64, f64, f64)> {
         TimingMode::WholeRun,
         preferred_phase(e),
     );
-    let mut pts: Vec<(f64, f64, f64, f64)> = e
-        .configurations
-        .iter()
-        .filter_map(|c| {
-            let x = c.params.get(param)?.as_f64()?;
-            let s = metric_summary(c, key)?;
-            Some((x, s.median, s.min, s.max))
-        })
-        .collect();
-    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-    pts
+    let mut groups: Vec<(String, Vec<Point>)> = Vec::new();
+    for c in &e.configurations {
+        let Some(x) = c.params.get(param).and_then(|v| v.as_f64()) else {
+            continue;
+        };
+        let Some(s) = metric_summary(c, key) else {
+            continue;
+        };
+        let group: Vec<String> = e.swept[1..]
+            .iter()
+            .filter_map(|p| c.params.get(p).map(|v| format!("{p} {v}")))
+            .collect();
+        let group = group.join(", ");
+        let point = (x, s.median, s.min, s.max);
+        match groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, pts)) => pts.push(point),
+            None => groups.push((group, vec![point])),
+        }
+    }
+    for (_, pts) in &mut groups {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    groups
 }
+
+const PALETTE: [RGBColor; 6] = [
+    SERIES_BLUE,
+    RGBColor(20, 150, 150),
+    RGBColor(150, 60, 160),
+    RGBColor(140, 120, 20),
+    RGBColor(200, 70, 120),
+    RGBColor(80, 80, 80),
+];
 
 /// The memory metric drawn on the second axis, if any.
 fn memory_metric(e: &Experiment) -> Option<Metric> {
@@ -182,41 +212,55 @@ pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
             });
     }
 
-    chart
-        .draw_series(pts.iter().map(|p| {
-            ErrorBar::new_vertical(
-                x_axis.fwd(p.0),
-                p.2,
-                p.1,
-                p.3,
-                SERIES_BLUE.stroke_width(px(1.0)),
-                px(8.0),
+    let groups = grouped_points(e);
+    let single = groups.len() == 1;
+    for (k, (group, pts)) in groups.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        chart
+            .draw_series(pts.iter().map(|p| {
+                ErrorBar::new_vertical(
+                    x_axis.fwd(p.0),
+                    p.2,
+                    p.1,
+                    p.3,
+                    color.stroke_width(px(1.0)),
+                    px(8.0),
+                )
+            }))
+            .map_err(err)?;
+        let label = if single {
+            format!("{} (median, min–max)", metric.label())
+        } else {
+            format!("{}: {group}", metric.label())
+        };
+        chart
+            .draw_series(LineSeries::new(
+                pts.iter().map(|p| (x_axis.fwd(p.0), p.1)),
+                color.stroke_width(px(2.0)),
+            ))
+            .map_err(err)?
+            .label(label)
+            .legend(move |(lx, ly)| {
+                PathElement::new(vec![(lx, ly), (lx + 16, ly)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(
+                pts.iter()
+                    .map(|p| Circle::new((x_axis.fwd(p.0), p.1), px(3.5), color.filled())),
             )
-        }))
-        .map_err(err)?;
-    chart
-        .draw_series(LineSeries::new(
-            pts.iter().map(|p| (x_axis.fwd(p.0), p.1)),
-            SERIES_BLUE.stroke_width(px(2.0)),
-        ))
-        .map_err(err)?
-        .label(format!("{} (median, min–max)", metric.label()))
-        .legend(|(lx, ly)| {
-            PathElement::new(vec![(lx, ly), (lx + 16, ly)], SERIES_BLUE.stroke_width(2))
-        });
-    chart
-        .draw_series(
-            pts.iter()
-                .map(|p| Circle::new((x_axis.fwd(p.0), p.1), px(3.5), SERIES_BLUE.filled())),
-        )
-        .map_err(err)?;
+            .map_err(err)?;
+    }
 
     if let Some(m) = mem_metric.filter(|_| !mem_points.is_empty()) {
+        // With several series, one memory line would zigzag between them.
+        let line = if single {
+            mem_points.clone()
+        } else {
+            Vec::new()
+        };
         chart
             .draw_secondary_series(LineSeries::new(
-                mem_points
-                    .iter()
-                    .map(|p| (x_axis.fwd(p.0), mem_axis.fwd(p.1))),
+                line.iter().map(|p| (x_axis.fwd(p.0), mem_axis.fwd(p.1))),
                 MEMORY_ORANGE.stroke_width(px(2.0)),
             ))
             .map_err(err)?

@@ -165,11 +165,16 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
                 </div>
             })}
             <ComparisonTable bundle=b.clone() experiment=index view=view.clone()/>
-            <section class="charts whole-run-charts">
-                <h2>"Whole-run"</h2>
-                {throughput}
-                {epochs}
-            </section>
+            {(throughput.is_some() || epochs.is_some())
+                .then(|| {
+                    view! {
+                        <section class="charts whole-run-charts">
+                            <h2>"Whole-run"</h2>
+                            {throughput}
+                            {epochs}
+                        </section>
+                    }
+                })}
             {(stages.is_some() || steps.is_some()).then(|| view! {
                 <section class="charts diagnostic-charts">
                     <h2>"Diagnostic — synchronized at every stage"</h2>

@@ -33,7 +33,10 @@ pub(super) fn run(repo: &Path, dist: &Path, runner: &Path) -> Result<()> {
 
     let work = TempDir::new("stallscope-viewer-bench")?;
     let large = work.0.join("large.json");
-    std::fs::write(&large, serde_json::to_vec(&large_bundle())?)?;
+    std::fs::write(
+        &large,
+        serde_json::to_vec(&generated_bundle(STEPS, LARGE_ID))?,
+    )?;
     let site = work.0.join("site");
     let published = repo.join("fixtures/published/fashionmnist-batch-sweep.json");
     export_site(runner, &[published.clone(), large.clone()], &site)?;
@@ -120,9 +123,10 @@ fn gzip_size(path: &Path) -> Result<u64> {
     Ok(out.stdout.len() as u64)
 }
 
-/// A bundle with one loader configuration whose diagnostic run has 1,000,000
+/// A bundle with one loader configuration whose diagnostic run has `n`
 /// per-step records (deterministic pseudo-random times), plus its whole run.
-fn large_bundle() -> Bundle {
+/// Not a measurement: its environment and title say it is generated.
+pub(super) fn generated_bundle(n: usize, id: &str) -> Bundle {
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let mut next = move |base: u64, spread: u64| {
         state ^= state << 13;
@@ -131,7 +135,7 @@ fn large_bundle() -> Bundle {
         base + state % spread
     };
     let mut steps = StepSeries::default();
-    for _ in 0..STEPS {
+    for _ in 0..n {
         steps.next_wait_ns.push(next(20_000, 200_000));
         steps.transfer_ns.push(next(5_000, 10_000));
         steps.compute_ns.push(next(300_000, 100_000));
@@ -150,15 +154,15 @@ fn large_bundle() -> Bundle {
             count: Some(v.len() as u64),
         }
     };
-    let step: Vec<u64> = (0..STEPS)
+    let step: Vec<u64> = (0..n)
         .map(|i| steps.next_wait_ns[i] + steps.transfer_ns[i] + steps.compute_ns[i])
         .collect();
     let total_s = step.iter().sum::<u64>() as f64 * 1e-9;
-    let samples = (STEPS * 32) as u64;
+    let samples = (n * 32) as u64;
     let diagnostic = Diagnostic {
         seconds: Some(total_s),
         samples: Some(samples),
-        steps: Some(STEPS as u64),
+        steps: Some(n as u64),
         bytes: None,
         iterator_creation_s: Some(0.001),
         first_next_wait_s: Some(steps.next_wait_ns[0] as f64 * 1e-9),
@@ -180,7 +184,7 @@ fn large_bundle() -> Bundle {
                 seconds: Some(whole_seconds),
                 samples: Some(samples),
                 samples_per_s: Some(samples as f64 / whole_seconds),
-                steps: Some(STEPS as u64),
+                steps: Some(n as u64),
                 ..Default::default()
             }),
             diagnostic: None,
@@ -206,8 +210,8 @@ fn large_bundle() -> Bundle {
     params.insert("workers".to_string(), ParamValue::Int(2));
     Bundle {
         schema_version: SchemaVersion::CURRENT,
-        id: LARGE_ID.into(),
-        title: "Viewer benchmark: one diagnostic run with 1,000,000 per-step records (generated)".into(),
+        id: id.into(),
+        title: format!("Generated: one diagnostic run with {n} per-step records"),
         created_at: "2026-11-30T00:00:00Z".into(),
         provenance: Provenance::Measured,
         environment: Environment {

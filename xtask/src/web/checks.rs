@@ -14,6 +14,8 @@ const PUBLISHED: &str = "fixtures/published/fashionmnist-batch-sweep.json";
 const MEASURED: &str = "fixtures/measured/example-before.json";
 const XSS_TITLE: &str = "<img src=x onerror=alert(1)>";
 const XSS_ID: &str = "xss-title-test";
+const STEPS_ID: &str = "generated-steps-test";
+const SITE_BUNDLES: usize = 4;
 const WAIT: Duration = Duration::from_secs(20);
 
 /// One browser test.
@@ -42,10 +44,13 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
     b["title"] = json!(XSS_TITLE);
     b["id"] = json!(XSS_ID);
     std::fs::write(&xss, serde_json::to_vec_pretty(&b)?)?;
+    let steps = work.0.join("steps.json");
+    let generated = super::bench_viewer::generated_bundle(10_000, STEPS_ID);
+    std::fs::write(&steps, serde_json::to_vec(&generated)?)?;
     let site = work.0.join("site");
     export_site(
         runner,
-        &[repo.join(PUBLISHED), repo.join(MEASURED), xss],
+        &[repo.join(PUBLISHED), repo.join(MEASURED), xss, steps],
         &site,
     )?;
     std::fs::create_dir_all(site.join("extra"))?;
@@ -75,7 +80,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         shots,
         repo: repo.to_path_buf(),
     };
-    let checks: [(&str, Check); 9] = [
+    let checks: [(&str, Check); 10] = [
         ("site_lists_its_bundles", site_lists_its_bundles),
         (
             "table_cells_equal_the_fixture",
@@ -90,6 +95,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
             malformed_bundle_shows_message,
         ),
         ("html_title_shown_as_text", html_title_shown_as_text),
+        ("dropped_file_is_loaded", dropped_file_is_loaded),
         (
             "compare_view_lists_differences",
             compare_view_lists_differences,
@@ -190,8 +196,8 @@ fn site_lists_its_bundles(ctx: &Ctx) -> Result<()> {
     let titles: Vec<String> = serde_json::from_value(titles)?;
     let want = ctx.published["title"].as_str().unwrap_or_default();
     ensure!(
-        titles.len() == 3,
-        "expected the site's 3 bundles listed, found {titles:?}"
+        titles.len() == SITE_BUNDLES,
+        "expected the site's {SITE_BUNDLES} bundles listed, found {titles:?}"
     );
     ensure!(
         titles.iter().any(|t| t == want),
@@ -287,9 +293,11 @@ fn sweet_spot_shown(ctx: &Ctx) -> Result<()> {
 }
 
 fn charts_drawn(ctx: &Ctx) -> Result<()> {
+    let steps_id = STEPS_ID.to_string();
     for (bundle, exp, want) in [
         (&ctx.published_id, "batch_sweep", 1),
         (&ctx.measured_id, "batch_sweep", 3),
+        (&steps_id, "loader", 2),
     ] {
         ctx.open_experiment(bundle, exp)?;
         let v = ctx.browser.eval(
@@ -319,14 +327,39 @@ fn charts_drawn(ctx: &Ctx) -> Result<()> {
                 c["id"]
             );
         }
-        ctx.shot(&format!(
-            "charts-{exp}-{}",
-            if bundle == &ctx.published_id {
-                "published"
-            } else {
-                "measured"
-            }
-        ))?;
+        ctx.shot(&format!("charts-{bundle}-{exp}"))?;
+    }
+    let drawn_steps = ctx.browser.eval(
+        "return document.querySelector('canvas[id$=\"-steps\"]')?.dataset.drawn === '1';",
+        json!([]),
+    )?;
+    ensure!(
+        drawn_steps == json!(true),
+        "the per-step distribution of the bundle with steps is not drawn"
+    );
+    // High-DPI: at devicePixelRatio 2 the backing store is twice the CSS size.
+    ctx.browser.cdp(
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 1280, "height": 2400, "deviceScaleFactor": 2, "mobile": false}),
+    )?;
+    let sizes = (|| {
+        ctx.browser.goto("about:blank")?;
+        ctx.open_experiment(&ctx.published_id, "batch_sweep")?;
+        ctx.browser.eval(
+            "return [...document.querySelectorAll('canvas.chart-canvas')].map(c=>[devicePixelRatio, c.width, c.clientWidth]);",
+            json!([]),
+        )
+    })();
+    ctx.browser
+        .cdp("Emulation.clearDeviceMetricsOverride", json!({}))?;
+    let sizes: Vec<(f64, f64, f64)> = serde_json::from_value(sizes?)?;
+    ensure!(!sizes.is_empty(), "no chart at devicePixelRatio 2");
+    for (dpr, w, css) in sizes {
+        ensure!(
+            dpr == 2.0 && (w - 2.0 * css).abs() <= 1.0,
+            "at devicePixelRatio {dpr} a chart {css} CSS pixels wide has a {w}-pixel backing store (expected {})",
+            2.0 * css
+        );
     }
     Ok(())
 }
@@ -419,8 +452,8 @@ fn malformed_bundle_shows_message(ctx: &Ctx) -> Result<()> {
         json!([]),
     )?;
     ensure!(
-        rows == json!(3),
-        "the site's 3 bundles should stay loaded, found {rows}"
+        rows == json!(SITE_BUNDLES),
+        "the site's {SITE_BUNDLES} bundles should stay loaded, found {rows}"
     );
     // The file picker path, with a bundle of a newer major format.
     let newer = ctx.repo.join("fixtures/bad/newer-major.json");
@@ -446,7 +479,7 @@ fn malformed_bundle_shows_message(ctx: &Ctx) -> Result<()> {
         json!([]),
     )?;
     ensure!(
-        rows == json!(3),
+        rows == json!(SITE_BUNDLES),
         "the loaded bundles changed after a bad file: {rows}"
     );
     ctx.shot("load-errors")
@@ -489,4 +522,30 @@ fn compare_view_lists_differences(ctx: &Ctx) -> Result<()> {
         "the machine differences are not listed: {warning:?}"
     );
     ctx.shot("compare")
+}
+
+fn dropped_file_is_loaded(ctx: &Ctx) -> Result<()> {
+    let path = ctx.repo.join("fixtures/measured/example-after.json");
+    let text = std::fs::read_to_string(&path)?;
+    let title = read_json(&path)?["title"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    ctx.open("#/")?;
+    // A real DragEvent with the file in its DataTransfer, as a person's drop.
+    ctx.browser.eval(
+        "const dt=new DataTransfer(); dt.items.add(new File([arguments[0]], 'example-after.json', {type:'application/json'})); document.querySelector('.drop-zone').dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));",
+        json!([text]),
+    )?;
+    let titles = ctx.browser.wait_for(
+        "the dropped bundle in the library",
+        &format!("const t=[...document.querySelectorAll('.bundle-link')].map(a=>a.textContent); return t.length > {SITE_BUNDLES} && t;"),
+        WAIT,
+    )?;
+    let titles: Vec<String> = serde_json::from_value(titles)?;
+    ensure!(
+        titles.len() == SITE_BUNDLES + 1 && titles.contains(&title),
+        "after dropping example-after.json the library lists {titles:?}"
+    );
+    Ok(())
 }
