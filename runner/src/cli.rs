@@ -66,7 +66,7 @@ pub struct RunArgs {
     /// A preset suite: quickstart, fashionmnist-batch-sweep, transfer.
     #[arg(long, conflicts_with = "suite")]
     pub preset: Option<String>,
-    /// auto (CUDA when present, else the CPU), cpu, cuda or cuda:N.
+    /// auto (CUDA when present, else the CPU), cpu, cuda, cuda:N, or wgpu (any Vulkan/Metal/DX12 device).
     #[arg(long, default_value = "auto")]
     pub device: String,
     /// Output folder; the bundle is <OUT>/bundle.json (default out/<bundle id>).

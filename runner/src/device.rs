@@ -22,7 +22,7 @@ pub enum DeviceRequest {
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {
-    #[error("--device {0:?}: expected auto, cpu, cuda or cuda:N")]
+    #[error("--device {0:?}: expected auto, cpu, cuda, cuda:N or (for `run`) wgpu")]
     BadRequest(String),
     #[error(
         "CUDA was asked for but no libtorch_cuda.so was found (looked in: {looked}); pass --libtorch DIR (the folder holding libtorch_cuda.so, e.g. PyTorch's torch/lib) or set STALLSCOPE_LIBTORCH"

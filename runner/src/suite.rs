@@ -24,6 +24,7 @@ pub const PRESETS: &[(&str, &str)] = &[
         "transfer",
         include_str!("../../fixtures/suites/transfer.toml"),
     ),
+    ("wgpu", include_str!("../../fixtures/suites/wgpu.toml")),
 ];
 
 /// A suite problem, located.

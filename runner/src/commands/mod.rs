@@ -2,6 +2,7 @@
 pub mod compare;
 pub mod env;
 pub mod run;
+pub mod run_wgpu;
 pub mod serve;
 pub mod site;
 pub mod trace;

@@ -21,7 +21,7 @@ use crate::experiments::{self, Outcome, Progress, RunCtx};
 use crate::{envinfo, report, shim, suite};
 
 /// Set by Ctrl-C; checked between steps.
-static STOP: AtomicBool = AtomicBool::new(false);
+pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 
 /// Exit code when Ctrl-C stopped the run (128 + SIGINT).
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -51,6 +51,9 @@ impl Progress for Bar {
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let plan = suite::load(args.suite.as_deref(), args.preset.as_deref(), args.quick)?;
+    if args.device == "wgpu" {
+        return super::run_wgpu::run(&plan, args);
+    }
     let request: DeviceRequest = args.device.parse()?;
     let device = DeviceCtx::open(request, args.libtorch.as_deref())?;
     // FP32 with TF32 off, set explicitly and recorded.
@@ -193,7 +196,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
 
 /// First Ctrl-C: stop after the current step and write a partial bundle.
 /// Second: exit at once.
-fn install_ctrlc() -> anyhow::Result<()> {
+pub(crate) fn install_ctrlc() -> anyhow::Result<()> {
     let result = ctrlc::set_handler(|| {
         if STOP.swap(true, Ordering::SeqCst) {
             std::process::exit(i32::from(EXIT_INTERRUPTED));

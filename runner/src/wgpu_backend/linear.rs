@@ -6,6 +6,7 @@
 //! - diagnostic: wait after the copy and after the compute of every step, and
 //!   time the host-side gather as the next-wait.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use stallscope_bundle::{
@@ -435,17 +436,21 @@ fn epoch(
     Ok(run)
 }
 
-/// The `compute` experiment on wgpu: the linear classifier over batch sizes,
-/// every configuration in both modes, cold and steady epochs, repeats in
-/// alternating order. `on_config` sees each configuration as it finishes
-/// (so the caller can write the bundle).
+/// The linear classifier over batch sizes on wgpu (a `compute` or
+/// `batch_sweep` experiment), every configuration in both modes, cold and
+/// steady epochs, repeats in alternating order. `on_progress` sees the
+/// experiment after each configuration (so the caller can write the bundle);
+/// `stop` (Ctrl-C) is checked before each one. Returns the experiment and
+/// whether it was interrupted.
 pub fn linear_experiment(
     ctx: &WgpuCtx,
     id: &str,
+    kind: ExperimentKind,
     title: &str,
     plan: &LinearPlan,
+    stop: &AtomicBool,
     mut on_progress: impl FnMut(&Experiment),
-) -> Result<Experiment, WgpuError> {
+) -> Result<(Experiment, bool), WgpuError> {
     let (x, y) = generate_data(plan.samples, plan.features, plan.classes, plan.data_seed);
     let weights = initial_weights(plan.features, plan.classes, plan.weight_seed);
     let max_batch = plan
@@ -458,7 +463,7 @@ pub fn linear_experiment(
     let trainer = LinearTrainer::new(ctx, plan.features, plan.classes, max_batch, plan.lr)?;
     let mut experiment = Experiment {
         id: id.to_string(),
-        kind: ExperimentKind::Compute,
+        kind,
         title: title.to_string(),
         description: Some(format!(
             "The seeds/000 linear classifier ({}→{}, softmax cross-entropy, SGD {}) trained as WGSL compute passes on {} ({:?}); batches gathered on the host and written to the device each step (workers = 0).",
@@ -501,6 +506,9 @@ pub fn linear_experiment(
     };
     for repeat in 0..plan.repeats {
         for ci in repeat_order(plan.batch_sizes.len(), repeat) {
+            if stop.load(Ordering::Relaxed) {
+                return Ok((experiment, true));
+            }
             let batch = plan.batch_sizes[ci];
             let result = (|| -> Result<Vec<Run>, WgpuError> {
                 let mut runs = Vec::new();
@@ -546,7 +554,7 @@ pub fn linear_experiment(
             on_progress(&experiment);
         }
     }
-    Ok(experiment)
+    Ok((experiment, false))
 }
 
 #[cfg(test)]
@@ -632,7 +640,18 @@ mod tests {
             shuffle_seed: 42,
             record_steps: true,
         };
-        let e = linear_experiment(&ctx, "compute_wgpu", "linear on wgpu", &plan, |_| {}).unwrap();
+        let stop = AtomicBool::new(false);
+        let (e, interrupted) = linear_experiment(
+            &ctx,
+            "compute_wgpu",
+            ExperimentKind::Compute,
+            "linear on wgpu",
+            &plan,
+            &stop,
+            |_| {},
+        )
+        .unwrap();
+        assert!(!interrupted);
         assert_eq!(e.configurations.len(), 2);
         for c in &e.configurations {
             assert!(c.failure.is_none(), "{:?}", c.failure);

@@ -120,7 +120,9 @@ impl WgpuCtx {
 
     /// The largest storage buffer this device binds.
     pub fn max_binding(&self) -> u64 {
-        u64::from(self.limits.max_storage_buffer_binding_size).min(self.limits.max_buffer_size)
+        self.limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size)
     }
 }
 

@@ -2,6 +2,7 @@
 //! buffer), reported as bytes per second per size, in both timing modes:
 //! whole-run queues every copy and waits once; diagnostic waits after each.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use stallscope_bundle::{
@@ -108,14 +109,16 @@ fn one_size(ctx: &WgpuCtx, size: u64, copies: u32, repeat: u32) -> Result<Vec<Ru
     Ok(runs)
 }
 
-/// The `transfer` experiment on wgpu: one configuration per size.
+/// The `transfer` experiment on wgpu: one configuration per size. Returns
+/// the experiment and whether `stop` (Ctrl-C) interrupted it.
 pub fn transfer_experiment(
     ctx: &WgpuCtx,
     id: &str,
     title: &str,
     plan: &TransferPlan,
+    stop: &AtomicBool,
     mut on_progress: impl FnMut(&Experiment),
-) -> Experiment {
+) -> (Experiment, bool) {
     let mut experiment = Experiment {
         id: id.to_string(),
         kind: ExperimentKind::Transfer,
@@ -150,6 +153,9 @@ pub fn transfer_experiment(
     };
     for repeat in 0..plan.repeats {
         for ci in repeat_order(plan.sizes_bytes.len(), repeat) {
+            if stop.load(Ordering::Relaxed) {
+                return (experiment, true);
+            }
             let result = one_size(ctx, plan.sizes_bytes[ci], plan.copies, repeat);
             let c = &mut experiment.configurations[ci];
             match result {
@@ -163,7 +169,7 @@ pub fn transfer_experiment(
             on_progress(&experiment);
         }
     }
-    experiment
+    (experiment, false)
 }
 
 #[cfg(test)]
@@ -178,7 +184,14 @@ mod tests {
             copies: 8,
             repeats: 1,
         };
-        let e = transfer_experiment(&ctx, "transfer_wgpu", "copies", &plan, |_| {});
+        let (e, _) = transfer_experiment(
+            &ctx,
+            "transfer_wgpu",
+            "copies",
+            &plan,
+            &AtomicBool::new(false),
+            |_| {},
+        );
         for c in &e.configurations {
             assert!(c.failure.is_none(), "{:?}", c.failure);
             let w = c

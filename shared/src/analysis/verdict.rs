@@ -384,9 +384,17 @@ pub fn verdict(e: &Experiment) -> Option<Verdict> {
                         s.best_value
                     )
                 };
-                return Some(Verdict {
-                    headline,
-                    figure: format!(
+                let figure = if s.config_id == s.best_config_id {
+                    format!(
+                        "whole-run {}: {} at {} {}, the best of {} configurations",
+                        phase.as_str(),
+                        rate_text(e, s.best_rate),
+                        s.param,
+                        s.best_value,
+                        e.configurations.len()
+                    )
+                } else {
+                    format!(
                         "whole-run {}: {} at {} {} vs {} at {} {} (threshold {:.0}%)",
                         phase.as_str(),
                         rate_text(e, s.rate),
@@ -396,7 +404,11 @@ pub fn verdict(e: &Experiment) -> Option<Verdict> {
                         s.param,
                         s.best_value,
                         s.threshold * 100.0
-                    ),
+                    )
+                };
+                return Some(Verdict {
+                    headline,
+                    figure,
                     mode: Some(TimingMode::WholeRun),
                 });
             }
