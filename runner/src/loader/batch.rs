@@ -121,8 +121,8 @@ impl BatchBuilder<'_> {
         let mut collate = std::time::Duration::ZERO;
         for &index in &task.indices {
             progress.loading(Some(index));
-            self.inject_fault(index);
             let loaded = catch_unwind(AssertUnwindSafe(|| {
+                self.inject_fault(index);
                 self.source.load(index, rng, &mut scratch, &mut times)
             }));
             match loaded {

@@ -1,12 +1,13 @@
 //! Worker threads: each runs its own queue of tasks with its own seeded
 //! generator and sends finished batches (or its failure) to the consumer.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
-use super::batch::{BatchBuilder, Host, Task};
+use super::batch::{BatchBuilder, Host, Task, panic_text};
 use super::engine::{Event, Pool};
 use super::rng::{Rng, worker_seed};
 use super::source::Source;
@@ -76,12 +77,24 @@ fn run_worker(
             epoch = Some(task.epoch);
             rng = Rng::new(worker_seed(config.seed, worker, task.epoch));
         }
-        let event = match builder.build(&task, &mut rng, &()) {
-            Ok(batch) => Event::Done(Box::new(batch)),
-            Err(e) => Event::Failed {
+        // `build` catches panics inside a sample; this catches the rest, so a
+        // worker never ends without telling the consumer why.
+        let built = catch_unwind(AssertUnwindSafe(|| builder.build(&task, &mut rng, &())));
+        let event = match built {
+            Ok(Ok(batch)) => Event::Done(Box::new(batch)),
+            Ok(Err(e)) => Event::Failed {
                 worker: name(worker),
                 sample: e.sample,
                 message: e.message,
+            },
+            Err(panic) => Event::Failed {
+                worker: name(worker),
+                sample: None,
+                message: format!(
+                    "panicked between samples of batch {}: {}",
+                    task.batch,
+                    panic_text(&*panic)
+                ),
             },
         };
         let failed = matches!(event, Event::Failed { .. });
