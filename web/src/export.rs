@@ -1,6 +1,7 @@
 //! Downloads: a table as CSV or Markdown, a chart as PNG.
 
 use wasm_bindgen::JsCast;
+use wasm_bindgen::closure::Closure;
 
 /// Offer `text` as a file download.
 pub fn download_text(file_name: &str, mime: &str, text: &str) -> Result<(), String> {
@@ -12,7 +13,14 @@ pub fn download_text(file_name: &str, mime: &str, text: &str) -> Result<(), Stri
     let url = web_sys::Url::create_object_url_with_blob(&blob)
         .map_err(|_| "the browser refused to make a link to the file")?;
     let result = click_link(file_name, &url);
-    let _ = web_sys::Url::revoke_object_url(&url);
+    // Let the download (and anything else reading the link) finish first.
+    if let Some(window) = web_sys::window() {
+        let revoke = Closure::once_into_js(move || {
+            let _ = web_sys::Url::revoke_object_url(&url);
+        });
+        let _ = window
+            .set_timeout_with_callback_and_timeout_and_arguments_0(revoke.unchecked_ref(), 60_000);
+    }
     result
 }
 

@@ -80,7 +80,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         shots,
         repo: repo.to_path_buf(),
     };
-    let checks: [(&str, Check); 10] = [
+    let checks: [(&str, Check); 11] = [
         ("site_lists_its_bundles", site_lists_its_bundles),
         (
             "table_cells_equal_the_fixture",
@@ -96,6 +96,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         ),
         ("html_title_shown_as_text", html_title_shown_as_text),
         ("dropped_file_is_loaded", dropped_file_is_loaded),
+        ("exports_table_and_chart", exports_table_and_chart),
         (
             "compare_view_lists_differences",
             compare_view_lists_differences,
@@ -546,6 +547,55 @@ fn dropped_file_is_loaded(ctx: &Ctx) -> Result<()> {
     ensure!(
         titles.len() == SITE_BUNDLES + 1 && titles.contains(&title),
         "after dropping example-after.json the library lists {titles:?}"
+    );
+    Ok(())
+}
+
+fn exports_table_and_chart(ctx: &Ctx) -> Result<()> {
+    let downloads = TempDir::new("stallscope-downloads")?;
+    ctx.browser.cdp(
+        "Browser.setDownloadBehavior",
+        json!({"behavior": "allow", "downloadPath": downloads.0.display().to_string()}),
+    )?;
+    ctx.open_experiment(&ctx.published_id, "batch_sweep")?;
+    ctx.browser.eval(
+        "document.querySelector('.export-csv').click(); document.querySelector('.export-md').click(); document.querySelector('figure.chart .export-png').click();",
+        json!([]),
+    )?;
+    let stem = format!("{}-batch_sweep", ctx.published_id);
+    let want = [
+        format!("{stem}.csv"),
+        format!("{stem}.md"),
+        format!("{stem}-throughput.png"),
+    ];
+    let deadline = std::time::Instant::now() + WAIT;
+    while !want.iter().all(|f| downloads.0.join(f).is_file()) {
+        if std::time::Instant::now() > deadline {
+            let found: Vec<String> = std::fs::read_dir(&downloads.0)?
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            bail!("expected downloads {want:?}, found {found:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let csv = std::fs::read_to_string(downloads.0.join(&want[0]))?;
+    ensure!(
+        csv.lines().any(|l| l.starts_with("batch 32,32,16062,")),
+        "the CSV lacks the row of batch 32 with 16062 samples/s: {:?}",
+        csv.lines().take(3).collect::<Vec<_>>()
+    );
+    let md = std::fs::read_to_string(downloads.0.join(&want[1]))?;
+    ensure!(
+        md.contains("Published figures") && md.contains("| batch 2,048 |") && md.contains("**"),
+        "the Markdown lacks the provenance, a row or the best mark: {:?}",
+        md.lines().take(6).collect::<Vec<_>>()
+    );
+    let png = std::fs::read(downloads.0.join(&want[2]))?;
+    ensure!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+        "the chart export is not a PNG of a drawn chart ({} bytes)",
+        png.len()
     );
     Ok(())
 }
