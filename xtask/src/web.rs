@@ -51,7 +51,7 @@ pub fn bench() -> Result<()> {
 
 /// Build the viewer into `target/web-dist`; returns that folder.
 pub(crate) fn build_dist(repo: &Path) -> Result<PathBuf> {
-    let target = repo.join("target");
+    let target = crate::demo::target_dir(repo);
     cargo()
         .args([
             "build",
@@ -120,7 +120,7 @@ pub(crate) fn build_runner(repo: &Path, dist: &Path) -> Result<PathBuf> {
         .args(["build", "-p", "stallscope"])
         .env("STALLSCOPE_WEB_DIST", dist)
         .run()?;
-    let bin = repo.join("target/debug/stallscope");
+    let bin = crate::demo::target_dir(repo).join("debug/stallscope");
     if !bin.is_file() {
         bail!("{} was not built", bin.display());
     }

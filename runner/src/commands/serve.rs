@@ -44,6 +44,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
                 ),
                 Err(_) => request.respond(not_found()),
             },
+            Reply::Redirect(location) => request.respond(
+                tiny_http::Response::empty(301).with_header(header("Location", &location)),
+            ),
             Reply::NotFound => request.respond(not_found()),
         };
     }
@@ -52,6 +55,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
 
 enum Reply {
     File(PathBuf, &'static str),
+    /// A folder asked for without its trailing slash: relative links in
+    /// its index.html need the slash.
+    Redirect(String),
     NotFound,
 }
 
@@ -68,6 +74,13 @@ fn header(name: &str, value: &str) -> tiny_http::Header {
 
 /// Map a request URL to a file below `root`; never outside it.
 fn respond(root: &Path, url: &str) -> Reply {
+    let (path, rest) = url.split_at(url.find(['?', '#']).unwrap_or(url.len()));
+    if !path.ends_with('/')
+        && resolve(root, path).is_some_and(|f| f.ends_with("index.html"))
+        && !path.ends_with("index.html")
+    {
+        return Reply::Redirect(format!("{path}/{rest}"));
+    }
     match resolve(root, url) {
         Some(path) => {
             let mime = mime_type(&path);
@@ -148,6 +161,20 @@ mod tests {
         assert_eq!(resolve(&dir, "/../etc/passwd"), None);
         assert_eq!(resolve(&dir, "/bundles/%2e%2e/%2e%2e/x"), None);
         assert_eq!(resolve(&dir, "/missing.js"), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_folder_without_its_slash_is_redirected() {
+        let dir =
+            std::env::temp_dir().join(format!("stallscope-serve-redirect-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("site")).unwrap();
+        std::fs::write(dir.join("site/index.html"), "<!doctype html>").unwrap();
+        assert!(
+            matches!(respond(&dir, "/site?bundle=x"), Reply::Redirect(l) if l == "/site/?bundle=x")
+        );
+        assert!(matches!(respond(&dir, "/site/"), Reply::File(..)));
+        assert!(matches!(respond(&dir, "/site/index.html"), Reply::File(..)));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

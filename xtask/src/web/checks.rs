@@ -63,11 +63,12 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         std::fs::remove_dir_all(&shots)
             .with_context(|| format!("cannot clear {}", shots.display()))?;
     }
-    let server = Server::start(runner, &site)?;
+    // Served from the folder above, so the site lives under a sub-path.
+    let server = Server::start(runner, &work.0)?;
     let published = read_json(&repo.join(PUBLISHED))?;
     let ctx = Ctx {
         browser: Browser::start(1280, 2400)?,
-        url: server.url.clone(),
+        url: format!("{}site", server.url),
         published_id: published["id"]
             .as_str()
             .context("published bundle has no id")?
