@@ -1,6 +1,6 @@
 //! `cargo xtask demo`: build the runner, run the quickstart suite, export the site and serve it.
 use crate::cmd::{Cmd, cargo};
-use crate::setup;
+use crate::{setup, web};
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 
@@ -40,22 +40,29 @@ impl DemoArgs {
             serve,
         })
     }
+
+    /// Whether the arguments for `run` set `flag` themselves (`--flag V` or `--flag=V`).
+    fn has_flag(&self, flag: &str) -> bool {
+        self.run_args
+            .iter()
+            .any(|a| a == flag || a.strip_prefix(flag).is_some_and(|r| r.starts_with('=')))
+    }
 }
 
 pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
     let demo = DemoArgs::parse(args)?;
     setup::run(repo)?;
-    cargo()
-        .args(["build", "--release", "-p", "stallscope"])
-        .run()?;
-    let exe = target_dir(repo).join("release").join("stallscope");
+    let exe = build_release(repo)?;
     let out = repo.join(&demo.out);
     // `run` prints the comparison table of each experiment and the bundle's path.
-    Cmd::new(&exe)
-        .args(["run", "--preset", "quickstart", "--device", "auto", "--out"])
-        .arg(&out)
-        .args(&demo.run_args)
-        .run()?;
+    let mut run = Cmd::new(&exe).arg("run");
+    if !demo.has_flag("--preset") {
+        run = run.args(["--preset", "quickstart"]);
+    }
+    if !demo.has_flag("--device") {
+        run = run.args(["--device", "auto"]);
+    }
+    run.arg("--out").arg(&out).args(&demo.run_args).run()?;
     let bundle = out.join("bundle.json");
     if !bundle.is_file() {
         bail!(
@@ -75,11 +82,31 @@ pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
         Cmd::new(&exe).arg("serve").arg(&site).run()?;
     } else {
         println!(
-            "demo: the site is in {} (`--no-serve` given)",
+            "demo: the site is in {} (`--no-serve` given; `stallscope serve {}` serves it)",
+            site.display(),
             site.display()
         );
     }
     Ok(())
+}
+
+/// `cargo xtask build`: the viewer into `target/web-dist`, then the release runner with it
+/// embedded (so `stallscope site` works); returns the runner's path.
+pub(crate) fn build_release(repo: &Path) -> Result<PathBuf> {
+    let dist = web::build_dist(repo)?;
+    cargo()
+        .env("STALLSCOPE_WEB_DIST", &dist)
+        .args(["build", "--release", "-p", "stallscope"])
+        .run()?;
+    let exe = target_dir(repo).join("release").join("stallscope");
+    if !exe.is_file() {
+        bail!(
+            "`cargo build --release -p stallscope` finished but {} is not there",
+            exe.display()
+        );
+    }
+    println!("build: {}", exe.display());
+    Ok(exe)
 }
 
 /// Cargo's target folder: `$CARGO_TARGET_DIR` or `target/` in the workspace.
@@ -114,5 +141,14 @@ mod tests {
         assert_eq!(parse(&["--out=z", "--quick"]).run_args, ["--quick"]);
         let err = DemoArgs::parse(&["--out".to_string()]).unwrap_err();
         assert!(err.to_string().contains("needs a folder"));
+    }
+
+    #[test]
+    fn flags_given_for_run_replace_the_defaults() {
+        let d = parse(&["--device=cpu", "--preset", "transfer"]);
+        assert!(d.has_flag("--device"));
+        assert!(d.has_flag("--preset"));
+        assert!(!parse(&["--devices"]).has_flag("--device"));
+        assert!(!parse(&["--quick"]).has_flag("--preset"));
     }
 }

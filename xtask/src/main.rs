@@ -1,4 +1,4 @@
-//! `cargo xtask <task>`: setup, test, demo, bench, schema.
+//! `cargo xtask <task>`: setup, test, build, demo, bench, schema.
 mod bench;
 mod browser;
 mod cmd;
@@ -17,8 +17,9 @@ const USAGE: &str = "usage: cargo xtask <task>
                       wasm-bindgen-cli 0.2.130, Debian's chromium, chromium-driver, mesa-vulkan-drivers, binaryen, g++
   test                setup, then fmt, clippy, the tests, the wasm build of shared and the viewer's tests
   test-viewer         only the viewer's stage: its wasm build and the browser tests (after `setup`)
+  build               the viewer into target/web-dist, then the release runner with it embedded
   demo [--no-serve] [RUN ARGS...]
-                      build the runner, `stallscope run --preset quickstart --device auto --out out/demo RUN ARGS`,
+                      build (as `build`), `stallscope run --preset quickstart --device auto --out out/demo RUN ARGS`,
                       export the site to out/demo/site and serve it (until Ctrl-C)
   bench NAME          run a benchmark: overhead, loader or viewer
   schema              regenerate fixtures/schema/bundle.schema.json from the bundle types";
@@ -43,6 +44,7 @@ fn run() -> Result<()> {
         Some("test") => test::run(&repo),
         Some("test-viewer") => web::test(),
         Some("demo") => demo::run(&repo, rest),
+        Some("build") => demo::build_release(&repo).map(drop),
         Some("bench") => bench::run(rest),
         Some("schema") => bench::schema(),
         Some("help" | "--help" | "-h") => {
