@@ -12,6 +12,7 @@ use stallscope_bundle::analysis::verdict;
 use crate::charts;
 use crate::components::chart_panel::{ChartPanel, Draw};
 use crate::components::comparison_table::ComparisonTable;
+use crate::components::failures::Failures;
 use crate::components::metric_glossary::{MetricGlossary, metrics_of};
 use crate::components::missing::Missing;
 use crate::components::provenance::Provenance;
@@ -183,6 +184,7 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
                     {steps}
                 </section>
             })}
+            <Failures experiment=e.clone()/>
             <MetricGlossary metrics=metrics_of(e)/>
             <p><a href=how_href>"How to read this report"</a></p>
         </article>

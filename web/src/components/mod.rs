@@ -7,6 +7,7 @@ pub mod comparison_table;
 pub mod drop_zone;
 pub mod environment;
 pub mod experiment_page;
+pub mod failures;
 pub mod header;
 pub mod how_to_read;
 pub mod library;

@@ -81,7 +81,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         shots,
         repo: repo.to_path_buf(),
     };
-    let checks: [(&str, Check); 11] = [
+    let checks: [(&str, Check); 12] = [
         ("site_lists_its_bundles", site_lists_its_bundles),
         (
             "table_cells_equal_the_fixture",
@@ -98,6 +98,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         ("html_title_shown_as_text", html_title_shown_as_text),
         ("dropped_file_is_loaded", dropped_file_is_loaded),
         ("exports_table_and_chart", exports_table_and_chart),
+        ("oom_failure_explained", oom_failure_explained),
         (
             "compare_view_lists_differences",
             compare_view_lists_differences,
@@ -599,4 +600,24 @@ fn exports_table_and_chart(ctx: &Ctx) -> Result<()> {
         png.len()
     );
     Ok(())
+}
+
+fn oom_failure_explained(ctx: &Ctx) -> Result<()> {
+    ctx.open(&format!("#/b/{}/e/oom_probe", ctx.published_id))?;
+    ctx.browser.wait_for(
+        "the OOM page",
+        "return !!document.querySelector('.comparison-table');",
+        WAIT,
+    )?;
+    let card = ctx.text(".failure-card")?;
+    ensure!(
+        card.contains("batch 24,576") && card.contains("588.0 MiB"),
+        "the failed configuration is not described: {card:?}"
+    );
+    let check = ctx.text(".failure-card .plausibility")?;
+    ensure!(
+        check.contains("do not fit") && check.contains("17179869184.00 GiB"),
+        "the impossible quantity of the published error is not flagged: {check:?}"
+    );
+    ctx.shot("oom-published")
 }
