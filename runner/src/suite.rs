@@ -25,6 +25,15 @@ pub const PRESETS: &[(&str, &str)] = &[
         include_str!("../../fixtures/suites/transfer.toml"),
     ),
     ("wgpu", include_str!("../../fixtures/suites/wgpu.toml")),
+    (
+        "workers-light",
+        include_str!("../../fixtures/suites/workers-light.toml"),
+    ),
+    (
+        "image-pipeline",
+        include_str!("../../fixtures/suites/image-pipeline.toml"),
+    ),
+    ("stall", include_str!("../../fixtures/suites/stall.toml")),
 ];
 
 /// A suite problem, located.
@@ -100,6 +109,10 @@ pub enum ExperimentSpec {
         start_batch: i64,
         max_batch: i64,
     },
+    /// Loader knobs swept (`[experiment.loader]`, see `crate::loader::plan`).
+    Loader(crate::loader::plan::LoaderPlan),
+    /// Differential stall attribution for one loader configuration.
+    Stall(crate::loader::plan::LoaderPlan),
 }
 
 #[derive(Deserialize)]
@@ -150,6 +163,8 @@ struct RawExperiment {
     sizes_kib: Option<Spanned<Vec<i64>>>,
     copies: Option<Spanned<i64>>,
     max_batch: Option<Spanned<i64>>,
+    /// `[experiment.loader]` of the loader and stall kinds.
+    loader: Option<crate::loader::plan::RawLoader>,
     /// Overrides applied with `--quick`.
     quick: Option<RawKnobs>,
 }
@@ -448,11 +463,23 @@ pub fn parse_suite(
                     max_batch: max,
                 }
             }
+            kind @ ("loader" | "stall") => crate::loader::plan::parse(
+                kind,
+                e.loader.as_ref(),
+                model("linear")?,
+                quick,
+                &crate::loader::plan::Place {
+                    file: cx.file,
+                    text: cx.text,
+                    index: i,
+                    kind_span: e.kind.span(),
+                },
+            )?,
             other => {
                 return Err(cx.err(
                     e.kind.span(),
                     &at("kind"),
-                    format!("{other:?}; expected compute, transfer, batch_sweep or oom_probe"),
+                    format!("{other:?}; expected compute, transfer, batch_sweep, oom_probe, loader or stall"),
                 ));
             }
         };

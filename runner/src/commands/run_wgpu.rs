@@ -205,6 +205,7 @@ fn not_applicable(p: &ExperimentPlan, reason: &str) -> Experiment {
         ExperimentSpec::Transfer { .. } => ExperimentKind::Transfer,
         ExperimentSpec::BatchSweep { .. } => ExperimentKind::BatchSweep,
         ExperimentSpec::OomProbe { .. } => ExperimentKind::OomProbe,
+        ExperimentSpec::Stall(_) => ExperimentKind::Stall,
         #[allow(unreachable_patterns)]
         _ => ExperimentKind::Loader,
     };

@@ -53,6 +53,9 @@ pub enum UnitError {
     Interrupted,
     #[error("{0}")]
     Failed(String),
+    /// A failure recorded as it is (a loader worker's names worker and sample).
+    #[error("{0:?}")]
+    Recorded(Box<Failure>),
 }
 
 impl From<LoopError> for UnitError {
@@ -101,6 +104,12 @@ pub fn grid_for(
             Some(Box::new(batch_sweep::BatchSweep::new(plan, rc)?))
         }
         ExperimentSpec::OomProbe { .. } => None,
+        ExperimentSpec::Loader(_) => Some(Box::new(
+            crate::loader::experiment::LoaderExperiment::new(plan, rc)?,
+        )),
+        ExperimentSpec::Stall(_) => Some(Box::new(
+            crate::loader::experiment::StallExperiment::new(plan, rc)?,
+        )),
     })
 }
 
@@ -153,6 +162,10 @@ pub fn drive(
                     });
                     save(bundle);
                     return Outcome::Interrupted;
+                }
+                Ok(Err(UnitError::Recorded(failure))) => {
+                    failures += 1;
+                    config.failure = Some(*failure);
                 }
                 Ok(Err(UnitError::Failed(message))) => {
                     failures += 1;

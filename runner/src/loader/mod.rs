@@ -5,14 +5,17 @@
 
 mod batch;
 mod engine;
+pub mod experiment;
 pub mod generate;
 pub mod images;
 mod native_feed;
+pub mod plan;
 mod process;
 pub mod rng;
 mod sampler;
 mod shm;
 mod source;
+mod stall;
 pub mod stats;
 mod threads;
 mod worker;

@@ -2,6 +2,7 @@
 //! tensors (pinned when the device is CUDA) and implements the training
 //! loop's [`Feed`] contract.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use stallscope_bundle::{LoaderStage, LoaderStats};
@@ -47,7 +48,11 @@ pub struct NativeFeed {
     samples_per_epoch: u64,
     batches_per_epoch: u64,
     edge: EdgeTotals,
+    error_slot: Option<ErrorSlot>,
 }
+
+/// Where a feed leaves its last loader error (worker and sample intact).
+pub type ErrorSlot = Arc<Mutex<Option<LoaderError>>>;
 
 #[derive(Default, Clone, Copy)]
 struct EdgeTotals {
@@ -82,7 +87,15 @@ impl NativeFeed {
             pinning,
             name,
             edge: EdgeTotals::default(),
+            error_slot: None,
         })
+    }
+
+    /// Keep the last loader error here as well as returning it as a
+    /// [`FeedError`] (which carries only text).
+    pub fn with_error_slot(mut self, slot: ErrorSlot) -> Self {
+        self.error_slot = Some(slot);
+        self
     }
 
     pub fn loader(&self) -> &Loader {
@@ -147,7 +160,13 @@ impl Feed for NativeFeed {
     }
     fn start_epoch(&mut self, epoch: u32) -> Result<Box<dyn EpochIter + '_>, FeedError> {
         self.edge = EdgeTotals::default();
-        let inner = self.loader.start_epoch(epoch).map_err(feed_error)?;
+        let inner = match self.loader.start_epoch(epoch) {
+            Ok(inner) => inner,
+            Err(e) => {
+                keep(&self.error_slot, &e);
+                return Err(feed_error(e));
+            }
+        };
         Ok(Box::new(NativeEpoch {
             inner,
             pin_for: match &self.pinning {
@@ -155,6 +174,7 @@ impl Feed for NativeFeed {
                 _ => None,
             },
             edge: &mut self.edge,
+            error_slot: self.error_slot.clone(),
         }))
     }
     fn loader_stats(&mut self) -> Option<LoaderStats> {
@@ -169,13 +189,23 @@ struct NativeEpoch<'a> {
     inner: LoaderEpoch,
     pin_for: Option<Device>,
     edge: &'a mut EdgeTotals,
+    error_slot: Option<ErrorSlot>,
+}
+
+fn keep(slot: &Option<ErrorSlot>, err: &LoaderError) {
+    if let Some(slot) = slot {
+        *slot.lock().expect("error slot") = Some(err.clone());
+    }
 }
 
 impl EpochIter for NativeEpoch<'_> {
     fn next_batch(&mut self) -> Option<Result<HostBatch, FeedError>> {
         let batch = match self.inner.next_batch()? {
             Ok(b) => b,
-            Err(e) => return Some(Err(feed_error(e))),
+            Err(e) => {
+                keep(&self.error_slot, &e);
+                return Some(Err(feed_error(e)));
+            }
         };
         let start = Instant::now();
         let shape: Vec<i64> = batch.input_shape().iter().map(|&d| d as i64).collect();

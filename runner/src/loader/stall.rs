@@ -1,0 +1,233 @@
+//! `kind = "stall"`: the differential method on one loader configuration.
+//! The same model trains three ways — batches already on the device
+//! (compute_only), pre-collated batches in host memory copied each step
+//! (from_host; pinned on CUDA), and the real loader (full_pipeline) — and
+//! `stallscope_bundle::analysis::stall_attribution` compares their whole-run
+//! rates.
+
+use std::sync::{Arc, Mutex};
+
+use stallscope_bundle::{Configuration, Experiment, ExperimentKind, LoaderStats, ParamValue, Run};
+
+use super::experiment::{Common, Point, native_feed, recorded};
+use super::native_feed::{NativeFeed, Pinning};
+use crate::experiments::compute::ResidentFeed;
+use crate::experiments::{GridExperiment, RunCtx, UnitError};
+use crate::feed::{EpochIter, Feed, FeedError, HostBatch};
+use crate::suite::{ExperimentPlan, ExperimentSpec};
+
+const WAYS: [(&str, &str); 3] = [
+    (
+        "compute_only",
+        "compute only: batches already on the device (the ceiling)",
+    ),
+    (
+        "from_host",
+        "from host memory: pre-collated batches copied each step",
+    ),
+    ("full_pipeline", "full pipeline: the real loader"),
+];
+
+pub struct StallExperiment {
+    common: Common,
+    point: Point,
+}
+
+impl StallExperiment {
+    pub fn new(plan: &ExperimentPlan, rc: &RunCtx) -> Result<StallExperiment, UnitError> {
+        let ExperimentSpec::Stall(lp) = &plan.spec else {
+            unreachable!("StallExperiment::new is called for stall plans only")
+        };
+        let point = Point {
+            workers: lp.workers[0],
+            kind: lp.kinds[0],
+            prefetch: lp.prefetch[0],
+            persistent: lp.persistent[0],
+            pinned: lp.pinned[0] || rc.device.is_cuda(),
+        };
+        Ok(StallExperiment {
+            common: Common::new(plan, lp, rc)?,
+            point,
+        })
+    }
+
+    /// Every batch of epoch 0 from the real loader, collated (and pinned on
+    /// CUDA) before the timed region.
+    fn host_batches(&self) -> Result<Vec<HostBatch>, UnitError> {
+        let pinning = Pinning::for_device(self.point.pinned, self.common.device);
+        let mut feed = NativeFeed::new(
+            self.common.loader_config(self.point),
+            self.common.spec.clone(),
+            pinning,
+        )
+        .map_err(|e| UnitError::Failed(e.to_string()))?;
+        let mut it = feed
+            .start_epoch(0)
+            .map_err(|e| UnitError::Failed(e.to_string()))?;
+        let mut out = Vec::new();
+        while let Some(b) = it.next_batch() {
+            out.push(b.map_err(|e| UnitError::Failed(e.to_string()))?);
+        }
+        Ok(out)
+    }
+}
+
+/// Pre-collated host batches handed out again every epoch.
+struct HostResidentFeed {
+    batches: Vec<HostBatch>,
+    batch_bytes: u64,
+}
+
+impl Feed for HostResidentFeed {
+    fn name(&self) -> &str {
+        "host_resident"
+    }
+    fn samples_per_epoch(&self) -> u64 {
+        self.batches.iter().map(|b| b.len() as u64).sum()
+    }
+    fn batches_per_epoch(&self) -> u64 {
+        self.batches.len() as u64
+    }
+    fn batch_bytes(&self) -> u64 {
+        self.batch_bytes
+    }
+    fn start_epoch(&mut self, _epoch: u32) -> Result<Box<dyn EpochIter + '_>, FeedError> {
+        Ok(Box::new(HostIter {
+            batches: self.batches.iter(),
+        }))
+    }
+    fn loader_stats(&mut self) -> Option<LoaderStats> {
+        None
+    }
+}
+
+struct HostIter<'a> {
+    batches: std::slice::Iter<'a, HostBatch>,
+}
+
+impl EpochIter for HostIter<'_> {
+    fn next_batch(&mut self) -> Option<Result<HostBatch, FeedError>> {
+        let b = self.batches.next()?;
+        Some(Ok(HostBatch {
+            inputs: b.inputs.shallow_clone(),
+            labels: b.labels.shallow_clone(),
+            sample_ids: b.sample_ids.clone(),
+        }))
+    }
+}
+
+impl GridExperiment for StallExperiment {
+    fn skeleton(&self) -> Experiment {
+        let p = self.point;
+        let mut settings = self.common.settings();
+        settings.insert("workers".into(), p.workers.into());
+        settings.insert(
+            "worker_kind".into(),
+            (if p.workers == 0 {
+                "in_loop"
+            } else {
+                p.kind.as_str()
+            })
+            .into(),
+        );
+        if p.workers > 0 {
+            settings.insert("prefetch".into(), p.prefetch.into());
+            settings.insert("persistent".into(), p.persistent.into());
+        }
+        settings.insert("pinned".into(), p.pinned.into());
+        Experiment {
+            id: self.common.id.clone(),
+            kind: ExperimentKind::Stall,
+            title: self
+                .common
+                .title
+                .clone()
+                .unwrap_or_else(|| "Where the step waits: differential stall attribution".into()),
+            description: Some(format!(
+                "The {} trains three ways with the same batch size and number of steps: on batches already on the device (compute_only), on pre-collated batches from host memory{} copied each step (from_host), and through the loader ({}). Transfer stall = 1 − from_host/compute_only; data stall = 1 − full_pipeline/from_host, from whole-run rates (the Data Stalls paper's method).{}",
+                self.common.plan.model.name(),
+                if self.common.cuda { " (pinned)" } else { "" },
+                self.common.data_source,
+                if self.common.cuda {
+                    ""
+                } else {
+                    " On the CPU there is no copy to a device, so from_host measures only the hand-over of a ready batch."
+                },
+            )),
+            swept: vec!["source".into()],
+            settings,
+            baseline: Some("compute_only".into()),
+            not_applicable: None,
+            configurations: WAYS
+                .iter()
+                .map(|(id, label)| Configuration {
+                    id: (*id).into(),
+                    label: (*label).into(),
+                    params: [("source".to_string(), ParamValue::from(*id))].into(),
+                    batch_bytes: Some(self.common.batch_bytes()),
+                    runs: Vec::new(),
+                    failure: None,
+                })
+                .collect(),
+        }
+    }
+
+    fn epochs_per_unit(&self) -> u64 {
+        2 * u64::from(self.common.epochs)
+    }
+
+    fn run_unit(&mut self, index: usize, repeat: u32, rc: &RunCtx) -> Result<Vec<Run>, UnitError> {
+        let (id, _) = WAYS[index];
+        let last_error = Arc::new(Mutex::new(None));
+        match id {
+            "compute_only" => {
+                let steps = NativeFeed::new(
+                    self.common.loader_config(self.point),
+                    self.common.spec.clone(),
+                    Pinning::Off,
+                )
+                .map_err(|e| UnitError::Failed(e.to_string()))?
+                .batches_per_epoch() as u32;
+                let (model, batch, device, seed) = (
+                    self.common.plan.model,
+                    self.common.plan.batch_size as i64,
+                    rc.device.device,
+                    rc.seeds.data,
+                );
+                let mut make_feed = || -> Result<Box<dyn Feed>, UnitError> {
+                    Ok(Box::new(ResidentFeed::new(
+                        model, batch, steps, device, seed,
+                    )))
+                };
+                self.common.train(rc, id, repeat, &mut make_feed, false)
+            }
+            "from_host" => {
+                let batches = self.host_batches()?;
+                let batch_bytes = self.common.batch_bytes();
+                let mut make_feed = || -> Result<Box<dyn Feed>, UnitError> {
+                    let batches = batches
+                        .iter()
+                        .map(|b| HostBatch {
+                            inputs: b.inputs.shallow_clone(),
+                            labels: b.labels.shallow_clone(),
+                            sample_ids: b.sample_ids.clone(),
+                        })
+                        .collect();
+                    Ok(Box::new(HostResidentFeed {
+                        batches,
+                        batch_bytes,
+                    }))
+                };
+                self.common
+                    .train(rc, id, repeat, &mut make_feed, self.point.pinned)
+            }
+            _ => {
+                let (common, point) = (&self.common, self.point);
+                let mut make_feed = || native_feed(common, point, &last_error);
+                common
+                    .train(rc, id, repeat, &mut make_feed, point.pinned)
+                    .map_err(|e| recorded(e, &last_error))
+            }
+        }
+    }
+}
