@@ -25,7 +25,10 @@ pub fn Library() -> impl IntoView {
         <section class="library">
             <h1>"Loaded bundles"</h1>
             {move || {
-                let bundles = state.bundles.get();
+                let mut bundles = state.bundles.get();
+                // Loads finish in any order; list them by where they came from
+                // (a site's files are numbered in the order it was exported).
+                bundles.sort_by(|a, b| a.source.cmp(&b.source));
                 if bundles.is_empty() {
                     return view! {
                         <p class="empty">
