@@ -59,6 +59,15 @@ pub fn runner() -> RunnerInfo {
     }
 }
 
+/// The numeric settings every run uses, set explicitly: FP32 with TF32 off
+/// for matmul and cuDNN (libtorch's default leaves cuDNN's TF32 on).
+pub fn apply_run_settings() -> Result<(), shim::ShimError> {
+    shim::set_tf32(shim::Tf32 {
+        matmul: false,
+        cudnn: false,
+    })
+}
+
 /// Everything but the suite and seeds, which the run adds.
 pub fn environment(ctx: &DeviceCtx) -> Environment {
     let tf32 = shim::tf32().ok();

@@ -10,6 +10,8 @@ use crate::envinfo;
 pub fn run(args: &EnvArgs) -> anyhow::Result<ExitCode> {
     let request: DeviceRequest = args.device.parse()?;
     let ctx = DeviceCtx::open(request, args.libtorch.as_deref())?;
+    // Show the settings as `run` records them.
+    envinfo::apply_run_settings()?;
     let env = envinfo::environment(&ctx);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&env)?);

@@ -18,7 +18,7 @@ use crate::bundle_file::write_atomic;
 use crate::cli::RunArgs;
 use crate::device::{DeviceCtx, DeviceRequest};
 use crate::experiments::{self, Outcome, Progress, RunCtx};
-use crate::{envinfo, report, shim, suite};
+use crate::{envinfo, report, suite};
 
 /// Set by Ctrl-C; checked between steps.
 pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
@@ -57,11 +57,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let request: DeviceRequest = args.device.parse()?;
     let device = DeviceCtx::open(request, args.libtorch.as_deref())?;
     // FP32 with TF32 off, set explicitly and recorded.
-    shim::set_tf32(shim::Tf32 {
-        matmul: false,
-        cudnn: false,
-    })
-    .context("turning TF32 off")?;
+    envinfo::apply_run_settings().context("turning TF32 off")?;
     let seeds = Seeds {
         weights: plan.seed,
         shuffle: plan.seed,
