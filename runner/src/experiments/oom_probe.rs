@@ -114,7 +114,30 @@ pub fn drive(
         };
         let fit = match probe {
             Probe::Fit(run) => {
+                // The cap is applied through the allocator's settings at run
+                // time; if a step reserved more than the cap, it was not
+                // enforced and nothing this probe finds means anything.
+                let cap = shim::cuda_mem_info(index)
+                    .ok()
+                    .map(|(_, total)| (total as f64 * memory_fraction) as u64);
+                let reserved = run
+                    .memory
+                    .as_ref()
+                    .and_then(|m| m.device_peak_reserved_bytes);
                 config.runs.push(*run);
+                if let (Some(cap), Some(reserved)) = (cap, reserved)
+                    && reserved > cap
+                {
+                    failures += 1;
+                    config.failure = Some(Failure::Error {
+                        message: format!(
+                            "the memory cap was not enforced: this step reserved {reserved} bytes, above the cap of {cap} bytes ({memory_fraction} of the device); the probe stops here"
+                        ),
+                    });
+                    bundle.experiments[exp_index].configurations.push(config);
+                    save(bundle);
+                    break;
+                }
                 true
             }
             Probe::Oom(oom) => {
