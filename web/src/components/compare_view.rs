@@ -12,6 +12,7 @@ use stallscope_bundle::analysis::{
 
 use crate::components::missing::Missing;
 use crate::components::provenance::Provenance;
+use crate::route::Route;
 use crate::state::AppState;
 
 /// Regression threshold shown in the view (percent of whole-run throughput).
@@ -36,7 +37,7 @@ pub fn CompareView(keys: Vec<String>, experiment: Option<String>) -> impl IntoVi
                 <p>"Base: " <b class="compare-base">{base.title.clone()}</b> " " <Provenance bundle=base.clone() compact=true/></p>
                 {bundles[1..]
                     .iter()
-                    .map(|new| pair_view(base.clone(), new.clone(), experiment.clone()))
+                    .map(|new| pair_view(base.clone(), new.clone(), experiment.clone(), keys.clone()))
                     .collect_view()}
             </article>
         }
@@ -44,7 +45,12 @@ pub fn CompareView(keys: Vec<String>, experiment: Option<String>) -> impl IntoVi
     }
 }
 
-fn pair_view(base: Arc<Bundle>, new: Arc<Bundle>, only: Option<String>) -> impl IntoView {
+fn pair_view(
+    base: Arc<Bundle>,
+    new: Arc<Bundle>,
+    only: Option<String>,
+    keys: Vec<String>,
+) -> impl IntoView {
     let cmp = compare_bundles(&base, &new, THRESHOLD_PERCENT);
     let differ = !cmp.environment_differences.is_empty();
     let published = !base.is_measured() || !new.is_measured();
@@ -52,7 +58,7 @@ fn pair_view(base: Arc<Bundle>, new: Arc<Bundle>, only: Option<String>) -> impl 
         .experiments
         .iter()
         .filter(|e| only.as_ref().is_none_or(|id| *id == e.experiment_id))
-        .map(experiment_view)
+        .map(|e| experiment_view(e, &keys, only.is_some()))
         .collect::<Vec<_>>();
     view! {
         <section class="compare-pair">
@@ -80,7 +86,11 @@ fn pair_view(base: Arc<Bundle>, new: Arc<Bundle>, only: Option<String>) -> impl 
     }
 }
 
-fn experiment_view(e: &ExperimentComparison) -> impl IntoView + use<> {
+fn experiment_view(
+    e: &ExperimentComparison,
+    keys: &[String],
+    filtered: bool,
+) -> impl IntoView + use<> {
     let values: Vec<f64> = e
         .rows
         .iter()
@@ -99,6 +109,11 @@ fn experiment_view(e: &ExperimentComparison) -> impl IntoView + use<> {
     view! {
         <div class="compare-experiment">
             <h3>{heading}</h3>
+            <p class="muted">
+                <a href=Route::Compare { bundles: keys.to_vec(), experiment: (!filtered).then(|| e.experiment_id.clone()) }.to_hash()>
+                    {if filtered { "show every experiment" } else { "show only this experiment" }}
+                </a>
+            </p>
             {e.note.clone().map(|n| view! { <p class="warning">{n}</p> })}
             {(!e.setting_differences.is_empty()).then(|| view! {
                 <div class="warning">

@@ -54,12 +54,18 @@ fn page(b: Arc<Bundle>) -> impl IntoView {
             ))
         })
     });
-    let spot = b
-        .experiments
-        .iter()
+    // A batch sweep first: that is what the sweet spot is about.
+    let mut sweeps: Vec<&stallscope_bundle::Experiment> = b.experiments.iter().collect();
+    sweeps.sort_by_key(|e| e.kind != stallscope_bundle::ExperimentKind::BatchSweep);
+    let spot = sweeps
+        .into_iter()
         .find_map(|e| sweet_spot(e, DEFAULT_SWEET_SPOT_THRESHOLD).map(|s| (e.title.clone(), s)));
 
     let barrier_text = match &overhead {
+        Some((exp, cfg, o)) if o.per_step_s <= 0.0 => format!(
+            "In this bundle, “{exp}” at {cfg}: the diagnostic epoch ({:.3} s) was not slower than the whole-run epoch ({:.3} s), so the barriers removed no measurable overlap there — the stages hardly overlap in that configuration.",
+            o.diagnostic_epoch_s, o.whole_run_epoch_s
+        ),
         Some((exp, cfg, o)) => {
             let mut t = format!(
                 "In this bundle, “{exp}” at {cfg}: the whole-run epoch took {:.3} s and the diagnostic epoch {:.3} s over {} steps — the barriers added {} per step, time in which loading, copying and computing would otherwise overlap.",
@@ -87,6 +93,13 @@ fn page(b: Arc<Bundle>) -> impl IntoView {
             .to_string(),
     };
     let spot_text = match &spot {
+        Some((exp, s)) if s.config_id == s.best_config_id => format!(
+            "In this bundle, “{exp}”: the best whole-run throughput is at {} {} ({}), and no smaller value reaches {:.0}% of it, so the sweet spot is the best itself.",
+            s.param,
+            s.value,
+            rate(s.best_rate),
+            s.threshold * 100.0
+        ),
         Some((exp, s)) => {
             let mem = match (s.memory_bytes, s.best_memory_bytes, s.memory_metric) {
                 (Some(a), Some(bm), Some(m)) => format!(

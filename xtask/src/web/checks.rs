@@ -524,7 +524,21 @@ fn compare_view_lists_differences(ctx: &Ctx) -> Result<()> {
         warning.contains("differ") && warning.contains("device"),
         "the machine differences are not listed: {warning:?}"
     );
-    ctx.shot("compare")
+    ctx.shot("compare")?;
+    ctx.open(&format!(
+        "#/compare/{}/{}?e=batch_sweep",
+        ctx.published_id, ctx.measured_id
+    ))?;
+    let n = ctx.browser.wait_for(
+        "the filtered comparison",
+        "return document.querySelectorAll('.compare-experiment').length;",
+        WAIT,
+    )?;
+    ensure!(
+        n == json!(1),
+        "a link to one experiment's comparison shows {n} experiments"
+    );
+    Ok(())
 }
 
 fn dropped_file_is_loaded(ctx: &Ctx) -> Result<()> {
