@@ -22,13 +22,19 @@ use crate::suite::{ExperimentPlan, ExperimentSpec};
 use crate::train::CopyMode;
 
 /// Test and demonstration hook: `STALLSCOPE_LOADER_FAULT=panic@N` or
-/// `abort@N` makes the worker loading sample N panic or (a process) abort.
+/// `abort@N` makes the worker loading sample N panic or (a process) abort;
+/// `…@N@CONFIG` limits it to the configuration with that id.
 pub const FAULT_ENV: &str = "STALLSCOPE_LOADER_FAULT";
 
-fn fault_from_env() -> Option<Fault> {
+fn fault_from_env(config_id: &str) -> Option<Fault> {
     let v = std::env::var(FAULT_ENV).ok()?;
-    let (what, at) = v.split_once('@')?;
-    let sample = at.parse().ok()?;
+    let mut parts = v.split('@');
+    let (what, sample) = (parts.next()?, parts.next()?.parse().ok()?);
+    if let Some(only) = parts.next()
+        && only != config_id
+    {
+        return None;
+    }
     match what {
         "panic" => Some(Fault::PanicAt { sample }),
         "abort" => Some(Fault::AbortAt { sample }),
@@ -189,7 +195,7 @@ impl Common {
         })
     }
 
-    pub(super) fn loader_config(&self, p: Point) -> LoaderConfig {
+    pub(super) fn loader_config(&self, p: Point, config_id: &str) -> LoaderConfig {
         LoaderConfig {
             batch_size: self.plan.batch_size,
             drop_last: self.plan.drop_last,
@@ -207,7 +213,7 @@ impl Common {
             in_order: self.plan.in_order,
             on_bad_sample: self.plan.on_bad_sample,
             seed: self.shuffle_seed,
-            fault: fault_from_env(),
+            fault: fault_from_env(config_id),
             worker_program: None,
         }
     }
@@ -291,12 +297,17 @@ impl Common {
 pub(super) fn native_feed(
     common: &Common,
     p: Point,
+    config_id: &str,
     last_error: &Arc<Mutex<Option<LoaderError>>>,
 ) -> Result<Box<dyn Feed>, UnitError> {
     let pinning = Pinning::for_device(p.pinned, common.device);
-    let feed = NativeFeed::new(common.loader_config(p), common.spec.clone(), pinning)
-        .map_err(|e| UnitError::Failed(e.to_string()))?
-        .with_error_slot(Arc::clone(last_error));
+    let feed = NativeFeed::new(
+        common.loader_config(p, config_id),
+        common.spec.clone(),
+        pinning,
+    )
+    .map_err(|e| UnitError::Failed(e.to_string()))?
+    .with_error_slot(Arc::clone(last_error));
     Ok(Box::new(feed))
 }
 
@@ -476,9 +487,10 @@ impl GridExperiment for LoaderExperiment {
         let p = self.points[index];
         let last_error = Arc::new(Mutex::new(None));
         let common = &self.common;
-        let mut make_feed = || native_feed(common, p, &last_error);
+        let id = Self::point_id(p);
+        let mut make_feed = || native_feed(common, p, &id, &last_error);
         common
-            .train(rc, &Self::point_id(p), repeat, &mut make_feed, p.pinned)
+            .train(rc, &id, repeat, &mut make_feed, p.pinned)
             .map_err(|e| recorded(e, &last_error))
     }
 }

@@ -56,7 +56,7 @@ impl StallExperiment {
     fn host_batches(&self) -> Result<Vec<HostBatch>, UnitError> {
         let pinning = Pinning::for_device(self.point.pinned, self.common.device);
         let mut feed = NativeFeed::new(
-            self.common.loader_config(self.point),
+            self.common.loader_config(self.point, "from_host"),
             self.common.spec.clone(),
             pinning,
         )
@@ -182,7 +182,7 @@ impl GridExperiment for StallExperiment {
         match id {
             "compute_only" => {
                 let steps = NativeFeed::new(
-                    self.common.loader_config(self.point),
+                    self.common.loader_config(self.point, "compute_only"),
                     self.common.spec.clone(),
                     Pinning::Off,
                 )
@@ -223,7 +223,7 @@ impl GridExperiment for StallExperiment {
             }
             _ => {
                 let (common, point) = (&self.common, self.point);
-                let mut make_feed = || native_feed(common, point, &last_error);
+                let mut make_feed = || native_feed(common, point, id, &last_error);
                 common
                     .train(rc, id, repeat, &mut make_feed, point.pinned)
                     .map_err(|e| recorded(e, &last_error))
