@@ -50,8 +50,9 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
     let state = expect_context::<AppState>();
     let e = &b.experiments[index];
     let v = verdict(e);
-    let exp = |b: &Bundle| b.experiments[index].clone();
-    let shared = Arc::new(exp(&b));
+    // Charts hold the bundle, not a copy of the experiment (it may carry
+    // millions of per-step records).
+    let shared = b.clone();
     let stem = format!(
         "{}-{}",
         crate::export::file_stem(&b.id),
@@ -60,7 +61,7 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
 
     let throughput = charts::throughput::applies(e).then(|| {
         let e = shared.clone();
-        let draw: Draw = Arc::new(move |c| charts::throughput::draw(c, &e));
+        let draw: Draw = Arc::new(move |c| charts::throughput::draw(c, &e.experiments[index]));
         view! {
             <ChartPanel
                 id=format!("{stem}-throughput")
@@ -72,7 +73,7 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
     });
     let epochs = charts::epochs::applies(e).then(|| {
         let e = shared.clone();
-        let draw: Draw = Arc::new(move |c| charts::epochs::draw(c, &e));
+        let draw: Draw = Arc::new(move |c| charts::epochs::draw(c, &e.experiments[index]));
         view! {
             <ChartPanel
                 id=format!("{stem}-epochs")
@@ -83,7 +84,7 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
     });
     let stages = charts::stages::applies(e).then(|| {
         let e = shared.clone();
-        let draw: Draw = Arc::new(move |c| charts::stages::draw(c, &e));
+        let draw: Draw = Arc::new(move |c| charts::stages::draw(c, &e.experiments[index]));
         view! {
             <ChartPanel
                 id=format!("{stem}-stages")
@@ -106,7 +107,7 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
             .unwrap_or_else(|| with_steps[0].0.clone());
         let e = shared.clone();
         let chosen_draw = chosen.clone();
-        let draw: Draw = Arc::new(move |c| match e.configuration(&chosen_draw) {
+        let draw: Draw = Arc::new(move |c| match e.experiments[index].configuration(&chosen_draw) {
             Some(cfg) => charts::steps::draw(c, cfg),
             None => Err("no such configuration".into()),
         });
@@ -184,7 +185,7 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
                     {steps}
                 </section>
             })}
-            <Failures experiment=e.clone()/>
+            <Failures bundle=shared.clone() experiment=index/>
             <MetricGlossary metrics=metrics_of(e)/>
             <p><a href=how_href>"How to read this report"</a></p>
         </article>

@@ -4,11 +4,11 @@
 
 use leptos::prelude::*;
 use stallscope_bundle::analysis::{failure_text, oom_plausibility, show_bytes};
-use stallscope_bundle::{Experiment, Failure, PlausibilityVerdict};
+use stallscope_bundle::{Bundle, Failure, PlausibilityVerdict};
 
 #[component]
-pub fn Failures(experiment: Experiment) -> impl IntoView {
-    let failed: Vec<_> = experiment
+pub fn Failures(bundle: std::sync::Arc<Bundle>, experiment: usize) -> impl IntoView {
+    let failed: Vec<_> = bundle.experiments[experiment]
         .configurations
         .iter()
         .filter_map(|c| Some((c.label.clone(), c.failure.clone()?)))
