@@ -63,6 +63,11 @@ pub fn draw(canvas: &HtmlCanvasElement, c: &Configuration) -> ChartResult {
     let max_count = counts.iter().copied().max().unwrap_or(1) as f64;
     let unit = Unit::for_values(Quantity::Duration, &[lo_s, hi_s]);
 
+    // Counts are whole numbers: no 0.5 ticks on a short run.
+    let count_ticks: Vec<f64> = nice_ticks(0.0, max_count * 1.06)
+        .into_iter()
+        .filter(|t| t.fract() == 0.0)
+        .collect();
     let s = Surface::new(canvas)?;
     let dpr = s.dpr;
     let px = |v: f64| (v * dpr).round() as u32;
@@ -70,7 +75,7 @@ pub fn draw(canvas: &HtmlCanvasElement, c: &Configuration) -> ChartResult {
     let root = s.backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let x_coord = axis.coord(&[lo_s.max(1e-9), hi_s], false, None, unit.factor);
-    let y_coord = Axis::linear().coord(&[0.0, max_count], true, None, 1.0);
+    let y_coord = Axis::linear().coord(&[0.0, max_count], true, Some(count_ticks), 1.0);
     let mut chart = ChartBuilder::on(&root)
         .margin(px(12.0))
         .caption(
