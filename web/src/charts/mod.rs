@@ -234,3 +234,37 @@ fn trim(v: f64) -> String {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(nice_ticks(0.0, 10.0), [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(
+            nice_ticks(0.0, 38_000.0),
+            [0.0, 10_000.0, 20_000.0, 30_000.0]
+        );
+    }
+
+    #[test]
+    fn wide_ranges_go_log() {
+        assert!(Axis::for_values(&[32.0, 8192.0]).log);
+        assert!(!Axis::for_values(&[64.0, 256.0]).log);
+        assert!(
+            !Axis::for_values(&[0.0, 8192.0]).log,
+            "zero cannot be on a log axis"
+        );
+        let a = Axis::for_values(&[32.0, 8192.0]);
+        assert!((a.back(a.fwd(1024.0)) - 1024.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn axis_labels_are_short() {
+        assert_eq!(short_number(16_062.0), "16.1k");
+        assert_eq!(short_number(2_500_000.0), "2.5M");
+        assert_eq!(short_number(0.25), "0.25");
+        assert_eq!(short_number(256.0), "256");
+    }
+}

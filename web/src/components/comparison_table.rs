@@ -90,9 +90,29 @@ pub fn ComparisonTable(
         .map(|(i, c)| {
             let sort_by = sort_by.clone();
             let hib = c.higher_is_better;
-            let unit = if c.unit.suffix.is_empty() { String::new() } else { format!(" [{}]", c.unit.suffix) };
+            let unit = if c.unit.suffix.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", c.unit.suffix)
+            };
             view! {
-                <th class="metric-head sortable" title=c.explanation data-col=i on:click=move |_| sort_by(Some(i), hib)>
+                <th
+                    class="metric-head sortable"
+                    title=c.explanation
+                    data-col=i
+                    tabindex="0"
+                    aria-sort=aria_sort(&view.sort, Some(i))
+                    on:click={
+                        let sort_by = sort_by.clone();
+                        move |_| sort_by(Some(i), hib)
+                    }
+                    on:keydown=move |ev: leptos::ev::KeyboardEvent| {
+                        if ev.key() == "Enter" || ev.key() == " " {
+                            ev.prevent_default();
+                            sort_by(Some(i), hib);
+                        }
+                    }
+                >
                     {format!("{}{unit}{}", c.heading, sort_arrow(Some(i)))}
                     <span class="help" aria-label=c.explanation>"?"</span>
                 </th>
@@ -178,7 +198,9 @@ pub fn ComparisonTable(
                 <table class="comparison-table">
                     <thead>
                         <tr>
-                            <th class="sortable" on:click=move |_| sort_first(None, false)>{format!("configuration{}", sort_arrow(None))}</th>
+                            <th class="sortable" tabindex="0" aria-sort=aria_sort(&view.sort, None) on:click=move |_| sort_first(None, false)>
+                                {format!("configuration{}", sort_arrow(None))}
+                            </th>
                             {headers}
                             {has_failures.then(|| view! { <th>"failure"</th> })}
                         </tr>
@@ -214,6 +236,15 @@ fn row_order(table: &Table, sort: &Sort) -> Vec<usize> {
         order.reverse();
     }
     order
+}
+
+/// The `aria-sort` of a heading.
+fn aria_sort(sort: &Sort, column: Option<usize>) -> &'static str {
+    match (sort.column == column, sort.descending) {
+        (false, _) => "none",
+        (true, false) => "ascending",
+        (true, true) => "descending",
+    }
 }
 
 fn closeness_class(c: Closeness) -> &'static str {

@@ -58,6 +58,11 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         repo.join("fixtures/bad/truncated.json"),
         site.join("extra/truncated.json"),
     )?;
+    // One byte over the limit: refused before it is parsed.
+    std::fs::write(
+        site.join("extra/huge.json"),
+        vec![b' '; stallscope_bundle::MAX_BUNDLE_BYTES + 1],
+    )?;
     let shots = repo.join("target/screenshots");
     if shots.exists() {
         std::fs::remove_dir_all(&shots)
@@ -81,7 +86,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         shots,
         repo: repo.to_path_buf(),
     };
-    let checks: [(&str, Check); 12] = [
+    let checks: [(&str, Check); 13] = [
         ("site_lists_its_bundles", site_lists_its_bundles),
         (
             "table_cells_equal_the_fixture",
@@ -95,6 +100,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
             "malformed_bundle_shows_message_good_one_stays",
             malformed_bundle_shows_message,
         ),
+        ("too_large_bundle_refused", too_large_bundle_refused),
         ("html_title_shown_as_text", html_title_shown_as_text),
         ("dropped_file_is_loaded", dropped_file_is_loaded),
         ("exports_table_and_chart", exports_table_and_chart),
@@ -634,4 +640,29 @@ fn oom_failure_explained(ctx: &Ctx) -> Result<()> {
         "the impossible quantity of the published error is not flagged: {check:?}"
     );
     ctx.shot("oom-published")
+}
+
+fn too_large_bundle_refused(ctx: &Ctx) -> Result<()> {
+    ctx.browser
+        .goto(&format!("{}?bundle=extra/huge.json#/", ctx.url))?;
+    ctx.browser.wait_for(
+        "the size error",
+        "return !document.querySelector('.pending') && document.querySelectorAll('.load-error').length === 1;",
+        WAIT,
+    )?;
+    let source = ctx.text(".load-error-source")?;
+    let message = ctx.text(".load-error-message")?;
+    ensure!(
+        source == "extra/huge.json" && message.contains("a bundle may be at most"),
+        "a bundle over the limit should be refused with its size: {source:?}: {message:?}"
+    );
+    let rows = ctx.browser.eval(
+        "return document.querySelectorAll('.bundle-row').length;",
+        json!([]),
+    )?;
+    ensure!(
+        rows == json!(SITE_BUNDLES),
+        "the site's bundles should stay loaded, found {rows}"
+    );
+    Ok(())
 }
