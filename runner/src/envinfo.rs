@@ -39,6 +39,16 @@ fn kernel() -> Option<String> {
         .map(|s| format!("Linux {}", s.trim()))
 }
 
+/// The 1-minute load average (/proc/loadavg): how busy the host was.
+pub fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 pub fn host() -> HostInfo {
     HostInfo {
         cpu_model: cpu_model(),

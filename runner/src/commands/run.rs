@@ -135,6 +135,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         bundle.experiments.push(skeleton);
         grids.push(grid);
     }
+    let load_at_start = envinfo::load_average();
     let mut save_error: Option<std::io::Error> = None;
     let mut save = |b: &Bundle| {
         if let Err(e) = write_atomic(&path, b) {
@@ -173,6 +174,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 .then(|| format!("{failures} configuration(s) failed; see their failure records")),
         }
     };
+    if let (Some(start), Some(end)) = (load_at_start, envinfo::load_average()) {
+        let cores = bundle
+            .environment
+            .host
+            .as_ref()
+            .and_then(|h| h.logical_cores)
+            .map_or(String::new(), |c| format!(" on {c} logical cores"));
+        bundle.notes.push(format!(
+            "Host load average (1 min, /proc/loadavg) {start:.2} when the run started and {end:.2} when it ended{cores}; a load above the core count means other processes competed for the CPU during the measurements."
+        ));
+    }
     save(&bundle);
     if let Some(e) = save_error {
         return Err(e).with_context(|| format!("writing {}", path.display()));
