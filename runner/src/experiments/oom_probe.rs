@@ -166,16 +166,27 @@ pub fn drive(
         } else {
             first_fail = Some(batch);
         }
-        batch = match (last_fit, first_fail) {
-            (Some(lo), None) if lo < max_batch => (lo * 2).min(max_batch),
-            (Some(lo), Some(hi)) if hi - lo > (lo / 8).max(256) => {
-                let mid = lo + (hi - lo) / 2;
-                mid - mid % 256
-            }
-            _ => break,
-        };
+        match next_batch(last_fit, first_fail, max_batch) {
+            Some(b) => batch = b,
+            None => break,
+        }
     }
     Outcome::Finished { failures }
+}
+
+/// The next batch to try: double until the first failure (or the maximum),
+/// then bisect between the last that fit and the first that failed, in
+/// steps of 256, until the gap is within an eighth of the batch that fit.
+/// `None` when the probe is done.
+pub fn next_batch(last_fit: Option<i64>, first_fail: Option<i64>, max_batch: i64) -> Option<i64> {
+    match (last_fit, first_fail) {
+        (Some(lo), None) if lo < max_batch => Some((lo * 2).min(max_batch)),
+        (Some(lo), Some(hi)) if hi - lo > (lo / 8).max(256) => {
+            let mid = lo + (hi - lo) / 2;
+            Some(mid - mid % 256).filter(|&m| m > lo)
+        }
+        _ => None,
+    }
 }
 
 /// One training step at `batch`, timed whole-run, or the OOM it raised.
@@ -265,6 +276,30 @@ pub fn requested_bytes(message: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_probe_doubles_then_bisects() {
+        // A device where batches up to 20,000 fit (seeds/003: 16,384 fit,
+        // 24,576 failed).
+        let fits = |b: i64| b <= 20_000;
+        let (mut lo, mut hi, mut b, mut tried) = (None, None, 8192, Vec::new());
+        loop {
+            tried.push(b);
+            if fits(b) {
+                lo = Some(b);
+            } else {
+                hi = Some(b);
+            }
+            match next_batch(lo, hi, 1 << 20) {
+                Some(n) => b = n,
+                None => break,
+            }
+        }
+        assert_eq!(tried, vec![8192, 16384, 32768, 24576, 20480, 18432]);
+        assert_eq!((lo, hi), (Some(18432), Some(20480)));
+        assert_eq!(next_batch(Some(1024), None, 1024), None);
+        assert_eq!(next_batch(None, Some(1024), 1 << 20), None);
+    }
 
     #[test]
     fn requested_bytes_are_read_from_the_message() {
