@@ -7,6 +7,7 @@
 //! original values, so every chart has one coordinate type.
 
 pub mod epochs;
+pub mod rates;
 pub mod stages;
 pub mod steps;
 pub mod throughput;

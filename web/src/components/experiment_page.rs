@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use stallscope_bundle::Bundle;
-use stallscope_bundle::analysis::verdict;
+use stallscope_bundle::analysis::{show_percent, stall_attribution, verdict};
 
 use crate::charts;
 use crate::components::chart_panel::{ChartPanel, Draw};
@@ -70,6 +70,20 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
                 draw=draw
             />
         }
+    });
+    let rates = charts::rates::applies(e).then(|| {
+        let e = shared.clone();
+        let draw: Draw = Arc::new(move |c| charts::rates::draw(c, &e.experiments[index]));
+        let note = match stall_attribution(&shared.experiments[index]) {
+            Some(a) => format!(
+                "Differential attribution from these whole-run rates: transfer stall {} (1 − from host ÷ compute-only), data stall {} (1 − full pipeline ÷ from host); the loop waited for input {} of the epoch.",
+                show_percent(a.transfer_stall.max(0.0)),
+                show_percent(a.data_stall.max(0.0)),
+                show_percent(a.waiting_share)
+            ),
+            None => "Whole-run throughput of each configuration: median of the repeats with the min–max bar.".to_string(),
+        };
+        view! { <ChartPanel id=format!("{stem}-rates") note=note draw=draw/> }
     });
     let epochs = charts::epochs::applies(e).then(|| {
         let e = shared.clone();
@@ -167,12 +181,13 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
                 </div>
             })}
             <ComparisonTable bundle=b.clone() experiment=index view=view.clone()/>
-            {(throughput.is_some() || epochs.is_some())
+            {(throughput.is_some() || rates.is_some() || epochs.is_some())
                 .then(|| {
                     view! {
                         <section class="charts whole-run-charts">
                             <h2>"Whole-run"</h2>
                             {throughput}
+                            {rates}
                             {epochs}
                         </section>
                     }

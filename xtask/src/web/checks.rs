@@ -45,7 +45,8 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
     b["id"] = json!(XSS_ID);
     std::fs::write(&xss, serde_json::to_vec_pretty(&b)?)?;
     let steps = work.0.join("steps.json");
-    let generated = super::bench_viewer::generated_bundle(10_000, STEPS_ID);
+    let mut generated = super::bench_viewer::generated_bundle(10_000, STEPS_ID);
+    generated.experiments.push(generated_stall_experiment());
     std::fs::write(&steps, serde_json::to_vec(&generated)?)?;
     let site = work.0.join("site");
     export_site(
@@ -86,7 +87,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         shots,
         repo: repo.to_path_buf(),
     };
-    let checks: [(&str, Check); 13] = [
+    let checks: [(&str, Check); 14] = [
         ("site_lists_its_bundles", site_lists_its_bundles),
         (
             "table_cells_equal_the_fixture",
@@ -105,6 +106,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         ("dropped_file_is_loaded", dropped_file_is_loaded),
         ("exports_table_and_chart", exports_table_and_chart),
         ("oom_failure_explained", oom_failure_explained),
+        ("stall_attribution_shown", stall_attribution_shown),
         (
             "compare_view_lists_differences",
             compare_view_lists_differences,
@@ -665,4 +667,72 @@ fn too_large_bundle_refused(ctx: &Ctx) -> Result<()> {
         "the site's bundles should stay loaded, found {rows}"
     );
     Ok(())
+}
+
+/// A stall experiment with generated whole-run rates 1000 / 900 / 600
+/// samples/s: transfer stall 10%, data stall 33%, waiting 40% (input-bound).
+fn generated_stall_experiment() -> stallscope_bundle::Experiment {
+    use stallscope_bundle::*;
+    let config = |source: &str, rate: f64| {
+        let samples = 6_000u64;
+        let seconds = samples as f64 / rate;
+        let mut params = std::collections::BTreeMap::new();
+        params.insert("source".to_string(), ParamValue::Text(source.into()));
+        Configuration {
+            id: source.into(),
+            label: source.replace('_', " "),
+            params,
+            batch_bytes: None,
+            runs: vec![Run {
+                id: "r0-e0-whole_run".into(),
+                timing_mode: TimingMode::WholeRun,
+                repeat: 0,
+                epoch: 0,
+                phase: Phase::Cold,
+                summary_of: None,
+                whole_run: Some(WholeRun {
+                    seconds: Some(seconds),
+                    samples: Some(samples),
+                    samples_per_s: Some(samples as f64 / seconds),
+                    steps: Some(100),
+                    ..Default::default()
+                }),
+                diagnostic: None,
+                memory: None,
+                loader: None,
+                steps: None,
+            }],
+            failure: None,
+        }
+    };
+    Experiment {
+        id: "stall".into(),
+        kind: ExperimentKind::Stall,
+        title: "Generated stall attribution".into(),
+        description: Some("Generated rates for the browser tests; not a measurement.".into()),
+        swept: vec!["source".into()],
+        settings: Default::default(),
+        baseline: None,
+        not_applicable: None,
+        configurations: vec![
+            config("compute_only", 1000.0),
+            config("from_host", 900.0),
+            config("full_pipeline", 600.0),
+        ],
+    }
+}
+
+fn stall_attribution_shown(ctx: &Ctx) -> Result<()> {
+    ctx.open_experiment(STEPS_ID, "stall")?;
+    let verdict = ctx.text(".verdict-box .verdict")?;
+    ensure!(
+        verdict.starts_with("Input-bound") && verdict.contains("40%"),
+        "the verdict should say input-bound, waiting 40%: {verdict:?}"
+    );
+    let note = ctx.text("figure.chart figcaption")?;
+    ensure!(
+        note.contains("transfer stall 10.0%") && note.contains("data stall 33%"),
+        "the attribution chart should give the two stalls: {note:?}"
+    );
+    ctx.shot("stall-generated")
 }
