@@ -581,6 +581,32 @@ mod tests {
         }
     }
 
+    #[test]
+    fn every_file_in_fixtures_suites_is_an_embedded_preset() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/suites");
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+                let text = std::fs::read_to_string(&path).unwrap();
+                let embedded = PRESETS.iter().find(|(n, _)| *n == name);
+                assert_eq!(
+                    embedded.map(|p| p.1),
+                    Some(text.as_str()),
+                    "{name} is not in PRESETS"
+                );
+                parse_suite(
+                    &text,
+                    &path.display().to_string(),
+                    &name,
+                    Some(&path),
+                    false,
+                )
+                .unwrap();
+            }
+        }
+    }
+
     fn err(text: &str) -> String {
         parse_suite(text, "s.toml", "s", None, false)
             .unwrap_err()
