@@ -362,7 +362,7 @@ mod tests {
             DeviceRequest::Auto
         );
         let e = "gpu".parse::<DeviceRequest>().unwrap_err().to_string();
-        assert!(e.contains("expected auto, cpu, cuda or cuda:N"), "{e}");
+        assert!(e.contains("expected auto, cpu, cuda, cuda:N or (for `run`) wgpu"), "{e}");
     }
 
     #[test]
