@@ -32,6 +32,12 @@ pub enum DeviceError {
     Load { path: PathBuf, message: String },
     #[error("libtorch_cuda.so loaded from {} but CUDA is not available (no GPU visible, or a driver problem)", dir.display())]
     NotAvailable { dir: PathBuf },
+    #[error("{}: libtorch {found}, but this runner is built against libtorch {expected}; expected the same major.minor (PyTorch {expected})", dir.display())]
+    VersionMismatch {
+        dir: PathBuf,
+        found: String,
+        expected: String,
+    },
     #[error("cuda:{index} asked for but only {count} CUDA device(s) are visible")]
     NoSuchDevice { index: u32, count: i64 },
 }
@@ -249,6 +255,17 @@ fn load_cuda(
         };
         return Err(DeviceError::NoCudaLibrary { looked });
     };
+    if let Some(found) = libtorch_version_at(&dir) {
+        let expected = shim::torch_version();
+        let major_minor = |v: &str| v.split('.').take(2).collect::<Vec<_>>().join(".");
+        if major_minor(&found) != major_minor(&expected) {
+            return Err(DeviceError::VersionMismatch {
+                dir,
+                found,
+                expected,
+            });
+        }
+    }
     let flags = libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL;
     let mut libs = Vec::new();
     for name in ["libc10_cuda.so", "libtorch_cuda.so"] {
@@ -268,6 +285,21 @@ fn load_cuda(
         libs.push(lib);
     }
     Ok((dir, libs))
+}
+
+/// The version of the libtorch whose `lib/` is `dir`: PyTorch's
+/// `torch/version.py` or a libtorch archive's `build-version`.
+pub fn libtorch_version_at(dir: &Path) -> Option<String> {
+    let parent = dir.parent()?;
+    if let Ok(text) = std::fs::read_to_string(parent.join("version.py")) {
+        return text.lines().find_map(|l| {
+            let v = l.strip_prefix("__version__")?.split(['\'', '"']).nth(1)?;
+            Some(v.to_string())
+        });
+    }
+    std::fs::read_to_string(parent.join("build-version"))
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 #[derive(Default)]
@@ -362,7 +394,10 @@ mod tests {
             DeviceRequest::Auto
         );
         let e = "gpu".parse::<DeviceRequest>().unwrap_err().to_string();
-        assert!(e.contains("expected auto, cpu, cuda, cuda:N or (for `run`) wgpu"), "{e}");
+        assert!(
+            e.contains("expected auto, cpu, cuda, cuda:N or (for `run`) wgpu"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -382,6 +417,34 @@ mod tests {
             let ctx = DeviceCtx::open(DeviceRequest::Auto, Some(&dir)).unwrap();
             assert!(!ctx.is_cuda());
         }
+    }
+
+    #[test]
+    fn a_libtorch_of_another_version_is_refused_by_name() {
+        let root = std::env::temp_dir().join(format!("stallscope-torch-{}", std::process::id()));
+        let lib = root.join("lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(root.join("version.py"), "__version__ = '2.5.1+cu121'\n").unwrap();
+        std::fs::write(lib.join("libtorch_cuda.so"), b"not a library").unwrap();
+        assert_eq!(libtorch_version_at(&lib).as_deref(), Some("2.5.1+cu121"));
+        let e = DeviceCtx::open(DeviceRequest::Cuda(0), Some(&lib))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            e.contains("libtorch 2.5.1+cu121, but this runner is built against libtorch 2.11.0"),
+            "{e}"
+        );
+        std::fs::write(root.join("version.py"), "__version__ = '2.11.0+cu130'\n").unwrap();
+        let e = DeviceCtx::open(DeviceRequest::Cuda(0), Some(&lib))
+            .err()
+            .expect("not a library")
+            .to_string();
+        assert!(
+            e.contains("cannot load") && e.contains("libtorch_cuda.so"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
