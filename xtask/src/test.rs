@@ -1,8 +1,9 @@
 //! `cargo xtask test`: setup, then every check as a timed stage; stops at the first that fails.
 use crate::cmd::cargo;
+use crate::demo::target_dir;
 use crate::{setup, web};
 use anyhow::{Result, bail};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// One stage: a name for the header and the work.
@@ -29,8 +30,9 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
         Stage {
             name: "clippy",
             what: "lints of the native crates, warnings denied",
-            run: Box::new(|| {
+            run: Box::new(move || {
                 cargo()
+                    .env("STALLSCOPE_WEB_DIST", web_dist(repo))
                     .args(["clippy", "--all-targets", "--", "-D", "warnings"])
                     .run()
             }),
@@ -38,7 +40,13 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
         Stage {
             name: "tests",
             what: "unit and integration tests of the native crates",
-            run: Box::new(|| cargo().arg("test").run()),
+            run: Box::new(move || {
+                cargo()
+                    .env("STALLSCOPE_WEB_DIST", web_dist(repo))
+                    // Every failing test binary is reported, not only the first.
+                    .args(["test", "--no-fail-fast"])
+                    .run()
+            }),
         },
         Stage {
             name: "wasm-shared",
@@ -61,6 +69,13 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
             run: Box::new(web::test),
         },
     ]
+}
+
+/// Where the viewer stage puts the viewer (`web::build_dist`). The runner's build script
+/// embeds that folder; giving every runner build the same `STALLSCOPE_WEB_DIST` keeps
+/// cargo from re-running it (and rebuilding the runner) between stages.
+fn web_dist(repo: &Path) -> PathBuf {
+    target_dir(repo).join("web-dist")
 }
 
 pub(crate) fn run(repo: &Path) -> Result<()> {
