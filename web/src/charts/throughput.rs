@@ -12,8 +12,9 @@ use web_sys::HtmlCanvasElement;
 use super::*;
 
 /// Whether the experiment has what this chart needs.
+/// A line needs one series with two points or more (else: bars, see `rates`).
 pub fn applies(e: &Experiment) -> bool {
-    points(e).len() >= 2
+    grouped_points(e).iter().any(|(_, p)| p.len() >= 2)
 }
 
 /// x, median, min, max of one configuration.
