@@ -19,6 +19,8 @@ use stallscope_bundle::TimingMode;
 
 struct Case {
     name: &'static str,
+    /// Rounds relative to the command-line count (short epochs get more).
+    rounds_factor: usize,
     model: ModelSpec,
     batch: usize,
     dataset: std::sync::Arc<dyn Dataset>,
@@ -62,6 +64,7 @@ fn main() {
     let cases = [
         Case {
             name: "seeds/000 linear 64→4, 4096 samples, batch 64",
+            rounds_factor: 10,
             model: ModelSpec::Linear {
                 features: 64,
                 classes: 4,
@@ -71,13 +74,14 @@ fn main() {
         },
         Case {
             name: "seeds/003 CNN, 2048 FashionMNIST-shape samples, batch 256",
+            rounds_factor: 1,
             model: ModelSpec::FashionCnn,
             batch: 256,
             dataset: std::sync::Arc::new(FashionMnist::synthetic(2048, 0)),
         },
     ];
     println!(
-        "whole-run instrumentation overhead, {rounds} rounds, CPU (libtorch threads: {})",
+        "whole-run instrumentation overhead, {rounds} rounds (×10 for the short epochs), CPU (libtorch threads: {})",
         tch::get_num_threads()
     );
     for case in &cases {
@@ -94,7 +98,7 @@ fn main() {
         // One untimed epoch of each so caches and the allocator settle.
         bare_epoch(&mut trainer, &mut feed, &ctx, 0);
         let (mut bare, mut instrumented) = (Vec::new(), Vec::new());
-        for round in 0..rounds {
+        for round in 0..rounds * case.rounds_factor {
             let slot = EpochSlot {
                 mode: TimingMode::WholeRun,
                 repeat: 0,
