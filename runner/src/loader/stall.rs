@@ -11,7 +11,6 @@ use stallscope_bundle::{Configuration, Experiment, ExperimentKind, LoaderStats, 
 
 use super::experiment::{Common, Point, native_feed, recorded};
 use super::native_feed::{NativeFeed, Pinning};
-use crate::experiments::compute::ResidentFeed;
 use crate::experiments::{GridExperiment, RunCtx, UnitError};
 use crate::feed::{EpochIter, Feed, FeedError, HostBatch};
 use crate::suite::{ExperimentPlan, ExperimentSpec};
@@ -72,15 +71,25 @@ impl StallExperiment {
     }
 }
 
-/// Pre-collated host batches handed out again every epoch.
-struct HostResidentFeed {
+/// Pre-collated batches (in host memory, or already on the device) handed
+/// out again every epoch.
+struct ResidentBatches {
+    name: &'static str,
     batches: Vec<HostBatch>,
     batch_bytes: u64,
 }
 
-impl Feed for HostResidentFeed {
+fn shallow(b: &HostBatch) -> HostBatch {
+    HostBatch {
+        inputs: b.inputs.shallow_clone(),
+        labels: b.labels.shallow_clone(),
+        sample_ids: b.sample_ids.clone(),
+    }
+}
+
+impl Feed for ResidentBatches {
     fn name(&self) -> &str {
-        "host_resident"
+        self.name
     }
     fn samples_per_epoch(&self) -> u64 {
         self.batches.iter().map(|b| b.len() as u64).sum()
@@ -107,12 +116,7 @@ struct HostIter<'a> {
 
 impl EpochIter for HostIter<'_> {
     fn next_batch(&mut self) -> Option<Result<HostBatch, FeedError>> {
-        let b = self.batches.next()?;
-        Some(Ok(HostBatch {
-            inputs: b.inputs.shallow_clone(),
-            labels: b.labels.shallow_clone(),
-            sample_ids: b.sample_ids.clone(),
-        }))
+        Some(Ok(shallow(self.batches.next()?)))
     }
 }
 
@@ -144,7 +148,7 @@ impl GridExperiment for StallExperiment {
                 .clone()
                 .unwrap_or_else(|| "Where the step waits: differential stall attribution".into()),
             description: Some(format!(
-                "The {} trains three ways with the same batch size and number of steps: on batches already on the device (compute_only), on pre-collated batches from host memory{} copied each step (from_host), and through the loader ({}). Transfer stall = 1 − from_host/compute_only; data stall = 1 − full_pipeline/from_host, from whole-run rates (the Data Stalls paper's method).{}",
+                "The {} trains three ways on the same batches (the loader's epoch 0, collated before the timed region for the first two): already on the device (compute_only), on pre-collated batches from host memory{} copied each step (from_host), and through the loader ({}). Transfer stall = 1 − from_host/compute_only; data stall = 1 − full_pipeline/from_host, from whole-run rates (the Data Stalls paper's method).{}",
                 self.common.plan.model.name(),
                 if self.common.cuda { " (pinned)" } else { "" },
                 self.common.data_source,
@@ -181,23 +185,27 @@ impl GridExperiment for StallExperiment {
         let last_error = Arc::new(Mutex::new(None));
         match id {
             "compute_only" => {
-                let steps = NativeFeed::new(
-                    self.common.loader_config(self.point, "compute_only"),
-                    self.common.spec.clone(),
-                    Pinning::Off,
-                )
-                .map_err(|e| UnitError::Failed(e.to_string()))?
-                .batches_per_epoch() as u32;
-                let (model, batch, device, seed) = (
-                    self.common.plan.model,
-                    self.common.plan.batch_size as i64,
-                    rc.device.device,
-                    rc.seeds.data,
-                );
+                // The same batches as from_host, moved to the device once
+                // before the timed region: only the per-step copy differs.
+                let device = rc.device.device;
+                let on_device = self
+                    .host_batches()?
+                    .into_iter()
+                    .map(|b| {
+                        Ok(HostBatch {
+                            inputs: b.inputs.f_to_device(device)?,
+                            labels: b.labels.f_to_device(device)?,
+                            sample_ids: b.sample_ids,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, tch::TchError>>()?;
+                let batch_bytes = self.common.batch_bytes();
                 let mut make_feed = || -> Result<Box<dyn Feed>, UnitError> {
-                    Ok(Box::new(ResidentFeed::new(
-                        model, batch, steps, device, seed,
-                    )))
+                    Ok(Box::new(ResidentBatches {
+                        name: "device_resident",
+                        batches: on_device.iter().map(shallow).collect(),
+                        batch_bytes,
+                    }))
                 };
                 self.common.train(rc, id, repeat, &mut make_feed, false)
             }
@@ -205,16 +213,9 @@ impl GridExperiment for StallExperiment {
                 let batches = self.host_batches()?;
                 let batch_bytes = self.common.batch_bytes();
                 let mut make_feed = || -> Result<Box<dyn Feed>, UnitError> {
-                    let batches = batches
-                        .iter()
-                        .map(|b| HostBatch {
-                            inputs: b.inputs.shallow_clone(),
-                            labels: b.labels.shallow_clone(),
-                            sample_ids: b.sample_ids.clone(),
-                        })
-                        .collect();
-                    Ok(Box::new(HostResidentFeed {
-                        batches,
+                    Ok(Box::new(ResidentBatches {
+                        name: "host_resident",
+                        batches: batches.iter().map(shallow).collect(),
                         batch_bytes,
                     }))
                 };
