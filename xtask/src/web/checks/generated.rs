@@ -1,0 +1,55 @@
+//! Generated (not measured) data for the browser tests; titles and
+//! descriptions say so.
+
+/// A stall experiment with generated whole-run rates 1000 / 900 / 600
+/// samples/s: transfer stall 10%, data stall 33%, waiting 40% (input-bound).
+pub(super) fn generated_stall_experiment() -> stallscope_bundle::Experiment {
+    use stallscope_bundle::*;
+    let config = |source: &str, rate: f64| {
+        let samples = 6_000u64;
+        let seconds = samples as f64 / rate;
+        let mut params = std::collections::BTreeMap::new();
+        params.insert("source".to_string(), ParamValue::Text(source.into()));
+        Configuration {
+            id: source.into(),
+            label: source.replace('_', " "),
+            params,
+            batch_bytes: None,
+            runs: vec![Run {
+                id: "r0-e0-whole_run".into(),
+                timing_mode: TimingMode::WholeRun,
+                repeat: 0,
+                epoch: 0,
+                phase: Phase::Cold,
+                summary_of: None,
+                whole_run: Some(WholeRun {
+                    seconds: Some(seconds),
+                    samples: Some(samples),
+                    samples_per_s: Some(samples as f64 / seconds),
+                    steps: Some(100),
+                    ..Default::default()
+                }),
+                diagnostic: None,
+                memory: None,
+                loader: None,
+                steps: None,
+            }],
+            failure: None,
+        }
+    };
+    Experiment {
+        id: "stall".into(),
+        kind: ExperimentKind::Stall,
+        title: "Generated stall attribution".into(),
+        description: Some("Generated rates for the browser tests; not a measurement.".into()),
+        swept: vec!["source".into()],
+        settings: Default::default(),
+        baseline: None,
+        not_applicable: None,
+        configurations: vec![
+            config("compute_only", 1000.0),
+            config("from_host", 900.0),
+            config("full_pipeline", 600.0),
+        ],
+    }
+}
