@@ -38,15 +38,36 @@ worker_kinds = ["threads", "processes"]
 pinned = [true]
 "#;
 
-/// Live `__loader-worker` processes on this machine.
-fn loader_workers() -> Vec<String> {
+/// Live worker processes started by the runner with pid `parent`.
+fn loader_workers(parent: u32) -> Vec<u32> {
+    let tag = format!("{}={parent}", stallscope::loader::PARENT_ENV);
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains("__loader-worker"))
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let env = std::fs::read(e.path().join("environ")).ok()?;
+            env.split(|&b| b == 0)
+                .any(|kv| kv == tag.as_bytes())
+                .then_some(pid)
+        })
         .collect()
+}
+
+/// Run `stallscope` to the end; its pid and output.
+fn run_with_pid(args: &[&str], envs: &[(&str, &str)]) -> (u32, std::process::Output) {
+    let mut cmd = stallscope();
+    cmd.args(args);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    (pid, child.wait_with_output().unwrap())
 }
 
 #[test]
@@ -55,7 +76,7 @@ fn a_loader_sweep_records_both_modes_cold_and_steady_and_the_loader_stats() {
     let dir = temp_dir("loader-sweep");
     let suite = write_suite(&dir, "loader.toml", LOADER_SUITE);
     let out = dir.join("out");
-    let o = run(
+    let (pid, o) = run_with_pid(
         &[
             "run",
             suite.to_str().unwrap(),
@@ -114,7 +135,7 @@ fn a_loader_sweep_records_both_modes_cold_and_steady_and_the_loader_stats() {
             );
         }
     }
-    assert!(loader_workers().is_empty(), "{:?}", loader_workers());
+    assert!(loader_workers(pid).is_empty(), "{:?}", loader_workers(pid));
 }
 
 #[test]
@@ -123,22 +144,20 @@ fn a_dying_worker_process_is_recorded_with_worker_and_sample_and_the_rest_is_kep
     let dir = temp_dir("loader-abort");
     let suite = write_suite(&dir, "loader.toml", LOADER_SUITE);
     let out = dir.join("out");
-    let mut cmd = stallscope();
-    cmd.args([
-        "run",
-        suite.to_str().unwrap(),
-        "--device",
-        "cpu",
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .env(
-        "STALLSCOPE_LOADER_FAULT",
-        "abort@100@w2-processes-pf2-pers0-pin1",
+    let (pid, o) = run_with_pid(
+        &[
+            "run",
+            suite.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[(
+            "STALLSCOPE_LOADER_FAULT",
+            "abort@100@w2-processes-pf2-pers0-pin1",
+        )],
     );
-    let child = cmd.spawn().unwrap();
-    let pid = child.id();
-    let o = child.wait_with_output().unwrap();
     assert_eq!(
         o.status.code(),
         Some(1),
@@ -170,9 +189,9 @@ fn a_dying_worker_process_is_recorded_with_worker_and_sample_and_the_rest_is_kep
         other => panic!("expected a worker error, got {other:?}"),
     }
     assert!(
-        loader_workers().is_empty(),
+        loader_workers(pid).is_empty(),
         "orphans: {:?}",
-        loader_workers()
+        loader_workers(pid)
     );
     let prefix = format!("{}{pid}-", stallscope::loader::SEGMENT_PREFIX);
     let left: Vec<_> = std::fs::read_dir("/dev/shm")

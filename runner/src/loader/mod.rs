@@ -28,6 +28,7 @@ pub use batch::{Batch, OnBadSample, Task, full_batch_bytes};
 pub use engine::{Loader, LoaderEpoch};
 pub use images::ImageSpec;
 pub use native_feed::{NativeFeed, Pinning, feed_error};
+pub use process::PARENT_ENV;
 pub use sampler::{Sampler, epoch_batches};
 pub use shm::SEGMENT_PREFIX;
 pub use source::{Fault, SampleError, Source, SourceOpenError, SourceSpec, open_source};

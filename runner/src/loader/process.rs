@@ -24,6 +24,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a worker whose pipe was closed may take to exit before SIGKILL.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
+/// Set in every worker process's environment to the runner's pid.
+pub const PARENT_ENV: &str = "STALLSCOPE_LOADER_PARENT";
+
 static SEGMENT_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 enum Message {
@@ -110,6 +113,8 @@ impl ProcessPool {
                 .map_err(|e| spawn_err(format!("shared memory /dev/shm/{seg_name}: {e}")))?;
             let mut child = Command::new(&program)
                 .arg("__loader-worker")
+                // Lets people and tests tell whose worker a process is.
+                .env(PARENT_ENV, std::process::id().to_string())
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
