@@ -160,3 +160,37 @@ fn barrier_overhead_is_read_per_step() {
     assert!(o.diagnostic_epoch_s > o.whole_run_epoch_s);
     assert!((o.per_step_s - (o.diagnostic_epoch_s - o.whole_run_epoch_s) / o.steps).abs() < 1e-15);
 }
+
+#[test]
+fn prefetch_estimate_is_batch_bytes_times_batches_held_ahead() {
+    use stallscope_bundle::{Configuration, ParamValue};
+    // methodology.md: 32 MiB × 2 workers × 2 prefetch = 128 MiB.
+    let mut c = Configuration {
+        id: "w2".into(),
+        label: "2 workers".into(),
+        params: [
+            ("workers".to_string(), ParamValue::Int(2)),
+            ("prefetch".to_string(), ParamValue::Int(2)),
+        ]
+        .into_iter()
+        .collect(),
+        batch_bytes: Some(32 << 20),
+        runs: Vec::new(),
+        failure: None,
+    };
+    assert_eq!(prefetch_estimate_bytes(&c), Some(128 << 20));
+    let key = MetricKey::new(
+        Metric::PrefetchEstimateBytes,
+        TimingMode::WholeRun,
+        Phase::Steady,
+    );
+    assert_eq!(metric_value(&c, key), Some((128u64 << 20) as f64));
+    c.params.insert("workers".into(), ParamValue::Int(0));
+    assert_eq!(
+        prefetch_estimate_bytes(&c),
+        Some(0),
+        "an in-loop loader holds nothing ahead"
+    );
+    c.batch_bytes = None;
+    assert_eq!(prefetch_estimate_bytes(&c), None);
+}

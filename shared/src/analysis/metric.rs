@@ -56,6 +56,8 @@ pub enum Metric {
     PeakReservedBytes,
     HostPeakRssBytes,
     DeviceUsedBytes,
+    /// Batches held ahead × batch bytes: an estimate of batch contents only.
+    PrefetchEstimateBytes,
 }
 
 /// How repeated values of a metric are combined into one figure.
@@ -157,6 +159,7 @@ impl Metric {
             PeakReservedBytes => "peak reserved",
             HostPeakRssBytes => "host peak RSS",
             DeviceUsedBytes => "device used",
+            PrefetchEstimateBytes => "prefetch estimate",
         }
     }
 
@@ -216,6 +219,9 @@ impl Metric {
             DeviceUsedBytes => {
                 "The device's own view of used memory (total − free), all processes."
             }
+            PrefetchEstimateBytes => {
+                "An estimate, not a measurement: batch bytes × workers × prefetch per worker (the batches held ahead). It counts batch contents only — not the data set's copies, work in progress or shared-memory slots — so read it beside the measured host peak RSS."
+            }
         }
     }
 
@@ -226,9 +232,11 @@ impl Metric {
             BytesPerS => Quantity::Bandwidth,
             Steps => Quantity::Count,
             WaitShare | Readiness => Quantity::Share,
-            PeakAllocatedBytes | PeakReservedBytes | HostPeakRssBytes | DeviceUsedBytes => {
-                Quantity::Bytes
-            }
+            PeakAllocatedBytes
+            | PeakReservedBytes
+            | HostPeakRssBytes
+            | DeviceUsedBytes
+            | PrefetchEstimateBytes => Quantity::Bytes,
             _ => Quantity::Duration,
         }
     }
@@ -264,7 +272,11 @@ impl Metric {
         use Metric::*;
         match self {
             SamplesPerS | EpochS | BytesPerS | Steps | StepTimeS => None,
-            PeakAllocatedBytes | PeakReservedBytes | HostPeakRssBytes | DeviceUsedBytes => None,
+            PeakAllocatedBytes
+            | PeakReservedBytes
+            | HostPeakRssBytes
+            | DeviceUsedBytes
+            | PrefetchEstimateBytes => None,
             TimeToFirstBatchS | Readiness => None,
             _ => Some(TimingMode::Diagnostic),
         }
@@ -342,6 +354,8 @@ impl Metric {
                 .map(|b| b as f64),
             HostPeakRssBytes => r.memory.as_ref()?.host_peak_rss_bytes.map(|b| b as f64),
             DeviceUsedBytes => r.memory.as_ref()?.device_used_bytes.map(|b| b as f64),
+            // Read from the configuration, not from a run: see `metric_values`.
+            PrefetchEstimateBytes => None,
         }
     }
 }
@@ -355,8 +369,15 @@ pub fn runs_for<'a>(c: &'a Configuration, key: MetricKey) -> impl Iterator<Item 
     })
 }
 
-/// Every value of a metric across a configuration's matching runs.
+/// Every value of a metric across a configuration's matching runs (the
+/// prefetch estimate, which no run measures, is one value per configuration).
 pub fn metric_values(c: &Configuration, key: MetricKey) -> Vec<f64> {
+    if key.metric == Metric::PrefetchEstimateBytes {
+        return prefetch_estimate_bytes(c)
+            .map(|b| b as f64)
+            .into_iter()
+            .collect();
+    }
     runs_for(c, key)
         .filter_map(|r| key.metric.of_run(r))
         .collect()
@@ -405,4 +426,22 @@ pub fn has_metric(e: &Experiment, key: MetricKey) -> bool {
     e.configurations
         .iter()
         .any(|c| !metric_values(c, key).is_empty())
+}
+
+/// Batches held ahead (workers × prefetch per worker) × batch bytes, for a
+/// configuration with `workers`, `prefetch` and `batch_bytes`; an in-loop
+/// configuration (no workers) holds none ahead.
+pub fn prefetch_estimate_bytes(c: &Configuration) -> Option<u64> {
+    let num = |name: &str| {
+        c.params
+            .get(name)
+            .and_then(crate::format::ParamValue::as_f64)
+    };
+    let workers = num("workers")?;
+    let batch = c.batch_bytes?;
+    if workers <= 0.0 {
+        return Some(0);
+    }
+    let prefetch = num("prefetch")?;
+    Some((workers * prefetch) as u64 * batch)
 }

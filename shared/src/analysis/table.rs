@@ -115,6 +115,7 @@ pub fn default_columns(e: &Experiment, phase: Phase) -> Vec<MetricKey> {
             d(FirstNextWaitS),
             w(TimeToFirstBatchS),
             w(Readiness),
+            mem(PrefetchEstimateBytes),
             mem(HostPeakRssBytes),
         ],
         ExperimentKind::Stall => vec![
