@@ -16,6 +16,44 @@ fn stallscope(args: &[&str]) -> Output {
         .expect("run stallscope")
 }
 
+const MEASURED: &str = "measured/cpu-quickstart-quick.json";
+
+/// A temp folder holding `before.json` (the measured fixture) and
+/// `after.json`, in which batch_sweep/bs64's whole-run epochs took 1.25× as
+/// long: a synthetic regression made here, never a fixture.
+fn before_and_after(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stallscope-cmp-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(fixtures().join(MEASURED)).unwrap();
+    std::fs::write(dir.join("before.json"), &text).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for e in v["experiments"].as_array_mut().unwrap() {
+        if e["id"] != "batch_sweep" {
+            continue;
+        }
+        for c in e["configurations"].as_array_mut().unwrap() {
+            if c["id"] != "bs64" {
+                continue;
+            }
+            for r in c["runs"].as_array_mut().unwrap() {
+                let w = &mut r["whole_run"];
+                if w.is_null() {
+                    continue;
+                }
+                let seconds = w["seconds"].as_f64().unwrap() * 1.25;
+                let samples = w["samples"].as_f64().unwrap();
+                w["seconds"] = seconds.into();
+                w["samples_per_s"] = (samples / seconds).into();
+                if let Some(step) = w.get("step_s").and_then(|x| x.as_f64()) {
+                    w["step_s"] = (step * 1.25).into();
+                }
+            }
+        }
+    }
+    std::fs::write(dir.join("after.json"), serde_json::to_string(&v).unwrap()).unwrap();
+    dir
+}
+
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -28,7 +66,7 @@ fn validate_accepts_the_published_and_measured_fixtures() {
     let o = stallscope(&[
         "validate",
         "published/fashionmnist-batch-sweep.json",
-        "measured/example-before.json",
+        MEASURED,
     ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
@@ -101,21 +139,26 @@ fn validate_refuses_a_50_megabyte_file_without_reading_it_whole() {
 
 #[test]
 fn compare_prints_the_side_by_side_table() {
+    let dir = before_and_after("table");
+    let (before, after) = (dir.join("before.json"), dir.join("after.json"));
     let o = stallscope(&[
         "compare",
-        "measured/example-before.json",
-        "measured/example-after.json",
+        before.to_str().unwrap(),
+        after.to_str().unwrap(),
         "--threshold",
         "30",
     ]);
     let (out, err) = text(&o);
+    std::fs::remove_dir_all(&dir).ok();
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(out.contains("[ batch_sweep — "), "{out}");
     assert!(
-        out.contains("BASE example-before")
-            && out.contains("NEW example-after")
-            && out.contains("NEW/BASE"),
+        out.contains("BASE before") && out.contains("NEW after") && out.contains("NEW/BASE"),
         "{out}"
+    );
+    assert!(
+        out.contains("0.80×"),
+        "the slowed configuration shows its ratio: {out}"
     );
     assert!(
         out.contains("oom_probe") && out.contains("not applicable"),
@@ -125,17 +168,23 @@ fn compare_prints_the_side_by_side_table() {
 
 #[test]
 fn compare_exits_1_on_a_regression_beyond_the_threshold() {
+    let dir = before_and_after("gate");
+    let (before, after) = (dir.join("before.json"), dir.join("after.json"));
     let o = stallscope(&[
         "compare",
-        "measured/example-before.json",
-        "measured/example-after.json",
+        before.to_str().unwrap(),
+        after.to_str().unwrap(),
         "--threshold",
         "5",
     ]);
     let (out, err) = text(&o);
+    std::fs::remove_dir_all(&dir).ok();
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(out.contains("SLOWER (beyond 5%)"), "{out}");
-    assert!(err.contains("batch_sweep/bs64"), "{err}");
+    assert!(
+        err.contains("1 configuration(s) slower") && err.contains("batch_sweep/bs64"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -145,13 +194,7 @@ fn compare_formats() {
         ("csv", "experiment,configuration,metric"),
         ("json", "\"regressions\""),
     ] {
-        let o = stallscope(&[
-            "compare",
-            "measured/example-before.json",
-            "measured/example-before.json",
-            "--format",
-            fmt,
-        ]);
+        let o = stallscope(&["compare", MEASURED, MEASURED, "--format", fmt]);
         let (out, err) = text(&o);
         assert_eq!(o.status.code(), Some(0), "{fmt}: {err}");
         assert!(out.contains(needle), "{fmt}: {out}");
@@ -160,7 +203,7 @@ fn compare_formats() {
 
 #[test]
 fn compare_refuses_diagnostic_against_whole_run() {
-    let before = std::fs::read_to_string(fixtures().join("measured/example-before.json")).unwrap();
+    let before = std::fs::read_to_string(fixtures().join(MEASURED)).unwrap();
     let mut v: serde_json::Value = serde_json::from_str(&before).unwrap();
     for c in v["experiments"][0]["configurations"]
         .as_array_mut()
@@ -175,11 +218,7 @@ fn compare_refuses_diagnostic_against_whole_run() {
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("diagnostic-only.json");
     std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
-    let o = stallscope(&[
-        "compare",
-        "measured/example-before.json",
-        p.to_str().unwrap(),
-    ]);
+    let o = stallscope(&["compare", MEASURED, p.to_str().unwrap()]);
     let (out, _) = text(&o);
     std::fs::remove_dir_all(&dir).ok();
     assert!(
@@ -197,7 +236,7 @@ fn compare_published_against_measured_warns_about_the_machine() {
     let o = stallscope(&[
         "compare",
         "published/fashionmnist-batch-sweep.json",
-        "measured/example-before.json",
+        MEASURED,
         "--threshold",
         "100",
     ]);
@@ -211,11 +250,7 @@ fn compare_published_against_measured_warns_about_the_machine() {
 
 #[test]
 fn compare_names_an_unreadable_bundle_and_exits_2() {
-    let o = stallscope(&[
-        "compare",
-        "bad/truncated.json",
-        "measured/example-before.json",
-    ]);
+    let o = stallscope(&["compare", "bad/truncated.json", MEASURED]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
     assert!(

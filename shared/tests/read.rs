@@ -155,7 +155,7 @@ fn a_50_megabyte_file_is_refused_with_its_size() {
 #[test]
 fn a_newer_minor_with_unknown_fields_is_read() {
     let mut v: serde_json::Value =
-        serde_json::from_slice(&read_fixture("measured/example-before.json")).unwrap();
+        serde_json::from_slice(&read_fixture("measured/cpu-quickstart-quick.json")).unwrap();
     v["schema_version"]["minor"] = 7.into();
     v["a_field_from_the_future"] = serde_json::json!({"x": 1});
     v["experiments"][0]["configurations"][0]["runs"][0]["whole_run"]["joules"] = 3.5.into();
@@ -166,7 +166,7 @@ fn a_newer_minor_with_unknown_fields_is_read() {
 #[test]
 fn an_older_major_is_a_typed_error() {
     let mut v: serde_json::Value =
-        serde_json::from_slice(&read_fixture("measured/example-before.json")).unwrap();
+        serde_json::from_slice(&read_fixture("measured/cpu-quickstart-quick.json")).unwrap();
     v["schema_version"]["major"] = 0.into();
     let err = read_bundle(&serde_json::to_vec(&v).unwrap()).unwrap_err();
     assert!(matches!(err, ReadError::TooOld { .. }), "{err}");

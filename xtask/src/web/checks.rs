@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const PUBLISHED: &str = "fixtures/published/fashionmnist-batch-sweep.json";
-const MEASURED: &str = "fixtures/measured/example-before.json";
+const MEASURED: &str = "fixtures/measured/cpu-quickstart-quick.json";
 const XSS_TITLE: &str = "<img src=x onerror=alert(1)>";
 const XSS_ID: &str = "xss-title-test";
 const STEPS_ID: &str = "generated-steps-test";
@@ -44,7 +44,7 @@ const EXPERIMENT_READY: &str = "const c=[...document.querySelectorAll('canvas.ch
 pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
     let work = TempDir::new("stallscope-browser-tests")?;
     let xss = work.0.join("xss-title.json");
-    let mut b: Value = read_json(&repo.join("fixtures/measured/example-after.json"))?;
+    let mut b: Value = read_json(&repo.join("fixtures/measured/wgpu-quick.json"))?;
     b["title"] = json!(XSS_TITLE);
     b["id"] = json!(XSS_ID);
     std::fs::write(&xss, serde_json::to_vec_pretty(&b)?)?;

@@ -131,7 +131,7 @@ pub(super) fn html_title_shown_as_text(ctx: &Ctx) -> Result<()> {
 }
 
 pub(super) fn dropped_file_is_loaded(ctx: &Ctx) -> Result<()> {
-    let path = ctx.repo.join("fixtures/measured/example-after.json");
+    let path = ctx.repo.join("fixtures/measured/wgpu-quick.json");
     let text = std::fs::read_to_string(&path)?;
     let title = read_json(&path)?["title"]
         .as_str()
@@ -140,7 +140,7 @@ pub(super) fn dropped_file_is_loaded(ctx: &Ctx) -> Result<()> {
     ctx.open("#/")?;
     // A real DragEvent with the file in its DataTransfer, as a person's drop.
     ctx.browser.eval(
-        "const dt=new DataTransfer(); dt.items.add(new File([arguments[0]], 'example-after.json', {type:'application/json'})); document.querySelector('.drop-zone').dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));",
+        "const dt=new DataTransfer(); dt.items.add(new File([arguments[0]], 'wgpu-quick.json', {type:'application/json'})); document.querySelector('.drop-zone').dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));",
         json!([text]),
     )?;
     let titles = ctx.browser.wait_for(
@@ -151,7 +151,7 @@ pub(super) fn dropped_file_is_loaded(ctx: &Ctx) -> Result<()> {
     let titles: Vec<String> = serde_json::from_value(titles)?;
     ensure!(
         titles.len() == SITE_BUNDLES + 1 && titles.contains(&title),
-        "after dropping example-after.json the library lists {titles:?}"
+        "after dropping wgpu-quick.json the library lists {titles:?}"
     );
     Ok(())
 }
