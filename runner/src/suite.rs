@@ -58,6 +58,9 @@ pub struct Plan {
     pub toml: String,
     pub seed: u64,
     pub data_seed: u64,
+    /// libtorch's intra-op thread count for the whole run (seeds/000 used 1);
+    /// `None` leaves libtorch's default.
+    pub torch_threads: Option<i32>,
     pub experiments: Vec<ExperimentPlan>,
 }
 
@@ -121,6 +124,7 @@ struct RawSuite {
     title: Option<String>,
     seed: Option<u64>,
     data_seed: Option<u64>,
+    torch_threads: Option<Spanned<i64>>,
     repeats: Option<Spanned<i64>>,
     epochs: Option<Spanned<i64>>,
     #[serde(default)]
@@ -491,6 +495,10 @@ pub fn parse_suite(
             spec,
         });
     }
+    let torch_threads = match &raw.torch_threads {
+        Some(v) => Some(cx.positive(v, "torch_threads", 1024)? as i32),
+        None => None,
+    };
     Ok(Plan {
         name: name.into(),
         title: raw.title.unwrap_or_else(|| name.to_string()),
@@ -498,6 +506,7 @@ pub fn parse_suite(
         toml: text.into(),
         seed: raw.seed.unwrap_or(42),
         data_seed: raw.data_seed.unwrap_or(0),
+        torch_threads,
         experiments,
     })
 }
@@ -636,6 +645,20 @@ mod tests {
         assert!(e.contains("s.toml:4:19: experiment[0].memory_fraction: 1.5 is out of range; expected a number in (0, 1]"), "{e}");
         let e = err("title = \"x\"\n");
         assert!(e.contains("expected at least one"), "{e}");
+        let e = err("torch_threads = 0\n[[experiment]]\nid = \"a\"\nkind = \"compute\"\n");
+        assert!(
+            e.starts_with(
+                "s.toml:1:17: torch_threads: 0 is out of range; expected an integer from 1"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn torch_threads_is_read() {
+        let text = "torch_threads = 1\n[[experiment]]\nid = \"a\"\nkind = \"compute\"\n";
+        let plan = parse_suite(text, "s.toml", "s", None, false).unwrap();
+        assert_eq!(plan.torch_threads, Some(1));
     }
 
     #[test]

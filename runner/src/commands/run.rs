@@ -54,6 +54,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     if args.device == "wgpu" {
         return super::run_wgpu::run(&plan, args);
     }
+    if let Some(n) = plan.torch_threads {
+        tch::set_num_threads(n);
+    }
     let request: DeviceRequest = args.device.parse()?;
     let device = DeviceCtx::open(request, args.libtorch.as_deref())?;
     // FP32 with TF32 off, set explicitly and recorded.
