@@ -357,7 +357,9 @@ pub fn verdict(e: &Experiment) -> Option<Verdict> {
                 && let Some(s) = sweet_spot(e, DEFAULT_SWEET_SPOT_THRESHOLD)
             {
                 let mem = match (s.memory_bytes, s.best_memory_bytes, s.memory_metric) {
-                    (Some(a), Some(b), Some(m)) if s.config_id != s.best_config_id => {
+                    (Some(a), Some(b), Some(m))
+                        if s.config_id != s.best_config_id && (a - b).abs() > 0.01 * b.abs() =>
+                    {
                         format!(
                             " with {} {} instead of {}",
                             show_bytes(a),
