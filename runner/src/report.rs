@@ -114,7 +114,7 @@ fn change_text(c: Option<Change>, threshold: f64) -> String {
     match c {
         Some(Change::Faster) => "faster".into(),
         Some(Change::Slower) => format!("SLOWER (beyond {threshold}%)"),
-        Some(Change::Same) => "same".into(),
+        Some(Change::Same) => format!("within {threshold}%"),
         Some(Change::Noise) => "~ (within noise)".into(),
         None => String::new(),
     }
