@@ -163,20 +163,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     bar.finish_and_clear();
-    bundle.status = if interrupted {
-        RunStatus {
-            state: RunState::Partial,
-            message: Some(
-                "stopped by Ctrl-C; every configuration finished before it is kept".into(),
-            ),
-        }
-    } else {
-        RunStatus {
-            state: RunState::Complete,
-            message: (failures > 0)
-                .then(|| format!("{failures} configuration(s) failed; see their failure records")),
-        }
-    };
+    bundle.status = final_status(interrupted, failures);
     if let (Some(start), Some(end)) = (load_at_start, envinfo::load_average()) {
         let cores = bundle
             .environment
@@ -195,14 +182,37 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
 
     print!("{}", report::render_bundle(&bundle));
     println!("bundle: {}", path.display());
-    Ok(if interrupted {
+    Ok(exit_code(interrupted, failures))
+}
+
+/// The bundle's status at the end of a run.
+pub(crate) fn final_status(interrupted: bool, failures: usize) -> RunStatus {
+    if interrupted {
+        RunStatus {
+            state: RunState::Partial,
+            message: Some(
+                "stopped by Ctrl-C; every configuration finished before it is kept".into(),
+            ),
+        }
+    } else {
+        RunStatus {
+            state: RunState::Complete,
+            message: (failures > 0)
+                .then(|| format!("{failures} configuration(s) failed; see their failure records")),
+        }
+    }
+}
+
+/// The exit code of a run: 130 after Ctrl-C, 1 when a configuration failed.
+pub(crate) fn exit_code(interrupted: bool, failures: usize) -> ExitCode {
+    if interrupted {
         eprintln!("interrupted: partial bundle written");
         ExitCode::from(EXIT_INTERRUPTED)
     } else if failures > 0 {
         ExitCode::from(EXIT_FAILURES)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }
 
 /// First Ctrl-C: stop after the current step and write a partial bundle.

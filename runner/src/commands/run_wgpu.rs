@@ -14,7 +14,7 @@ use stallscope_bundle::{
     SchemaVersion, Seeds, SuiteRecord,
 };
 
-use super::run::{EXIT_INTERRUPTED, STOP, bundle_id, install_ctrlc};
+use super::run::{STOP, bundle_id, exit_code, final_status, install_ctrlc};
 use crate::bundle_file::write_atomic;
 use crate::cli::RunArgs;
 use crate::models::ModelSpec;
@@ -110,31 +110,11 @@ pub fn run(plan: &Plan, args: &RunArgs) -> anyhow::Result<ExitCode> {
             break;
         }
     }
-    bundle.status = if interrupted {
-        RunStatus {
-            state: RunState::Partial,
-            message: Some(
-                "stopped by Ctrl-C; every configuration finished before it is kept".into(),
-            ),
-        }
-    } else {
-        RunStatus {
-            state: RunState::Complete,
-            message: (failures > 0)
-                .then(|| format!("{failures} configuration(s) failed; see their failure records")),
-        }
-    };
+    bundle.status = final_status(interrupted, failures);
     write_atomic(&path, &bundle).with_context(|| format!("writing {}", path.display()))?;
     print!("{}", report::render_bundle(&bundle));
     println!("bundle: {}", path.display());
-    Ok(if interrupted {
-        eprintln!("interrupted: partial bundle written");
-        ExitCode::from(EXIT_INTERRUPTED)
-    } else if failures > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(exit_code(interrupted, failures))
 }
 
 enum WgpuWork {
