@@ -54,6 +54,22 @@ fn before_and_after(tag: &str) -> PathBuf {
     dir
 }
 
+/// `stallscope compare before.json after.json --threshold T` on the pair
+/// made by [`before_and_after`]; the output and its text.
+fn compare_before_after(tag: &str, threshold: &str) -> (Output, String, String) {
+    let dir = before_and_after(tag);
+    let o = stallscope(&[
+        "compare",
+        dir.join("before.json").to_str().unwrap(),
+        dir.join("after.json").to_str().unwrap(),
+        "--threshold",
+        threshold,
+    ]);
+    std::fs::remove_dir_all(&dir).ok();
+    let (out, err) = text(&o);
+    (o, out, err)
+}
+
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -139,17 +155,7 @@ fn validate_refuses_a_50_megabyte_file_without_reading_it_whole() {
 
 #[test]
 fn compare_prints_the_side_by_side_table() {
-    let dir = before_and_after("table");
-    let (before, after) = (dir.join("before.json"), dir.join("after.json"));
-    let o = stallscope(&[
-        "compare",
-        before.to_str().unwrap(),
-        after.to_str().unwrap(),
-        "--threshold",
-        "30",
-    ]);
-    let (out, err) = text(&o);
-    std::fs::remove_dir_all(&dir).ok();
+    let (o, out, err) = compare_before_after("table", "30");
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(out.contains("[ batch_sweep — "), "{out}");
     assert!(
@@ -168,17 +174,7 @@ fn compare_prints_the_side_by_side_table() {
 
 #[test]
 fn compare_exits_1_on_a_regression_beyond_the_threshold() {
-    let dir = before_and_after("gate");
-    let (before, after) = (dir.join("before.json"), dir.join("after.json"));
-    let o = stallscope(&[
-        "compare",
-        before.to_str().unwrap(),
-        after.to_str().unwrap(),
-        "--threshold",
-        "5",
-    ]);
-    let (out, err) = text(&o);
-    std::fs::remove_dir_all(&dir).ok();
+    let (o, out, err) = compare_before_after("gate", "5");
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(out.contains("SLOWER (beyond 5%)"), "{out}");
     assert!(

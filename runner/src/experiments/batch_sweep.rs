@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use stallscope_bundle::{Configuration, Experiment, ExperimentKind, ParamValue, Run};
+use stallscope_bundle::{Experiment, ExperimentKind, ParamValue, Run};
 
-use super::{GridExperiment, RunCtx, UnitError, batch_label, train_unit};
+use super::{GridExperiment, RunCtx, UnitError, batch_size_configurations, train_unit};
 use crate::data::{FashionMnist, tensor_data};
 use crate::feed::{Dataset, Feed, InLoopConfig, InLoopLoader, Order};
 use crate::models::ModelSpec;
@@ -135,21 +135,10 @@ impl GridExperiment for BatchSweep {
             settings,
             baseline: self.batch_sizes.first().map(|b| format!("bs{b}")),
             not_applicable: None,
-            configurations: self
-                .batch_sizes
-                .iter()
-                .map(|&b| Configuration {
-                    id: format!("bs{b}"),
-                    label: batch_label(b),
-                    params: [("batch_size".to_string(), ParamValue::Int(b))].into(),
-                    batch_bytes: Some(
-                        (self.dataset.sample_shape().iter().product::<i64>() * 4 + 8) as u64
-                            * b as u64,
-                    ),
-                    runs: Vec::new(),
-                    failure: None,
-                })
-                .collect(),
+            configurations: batch_size_configurations(
+                &self.batch_sizes,
+                (self.dataset.sample_shape().iter().product::<i64>() * 4 + 8) as u64,
+            ),
         }
     }
 

@@ -1,10 +1,10 @@
 //! `compute`: the model's train step on batches already on the device (the
 //! ceiling of the differential method) — no loader, no copy in the loop.
 
-use stallscope_bundle::{Configuration, Experiment, ExperimentKind, LoaderStats, ParamValue, Run};
+use stallscope_bundle::{Experiment, ExperimentKind, LoaderStats, ParamValue, Run};
 use tch::Tensor;
 
-use super::{GridExperiment, RunCtx, UnitError, batch_label, train_unit};
+use super::{GridExperiment, RunCtx, UnitError, batch_size_configurations, train_unit};
 use crate::feed::{EpochIter, Feed, FeedError, HostBatch, tensor_bytes};
 use crate::models::{ModelSpec, synthetic_batch};
 use crate::suite::{ExperimentPlan, ExperimentSpec};
@@ -135,21 +135,10 @@ impl GridExperiment for Compute {
             .into(),
             baseline: self.batch_sizes.first().map(|b| format!("bs{b}")),
             not_applicable: None,
-            configurations: self
-                .batch_sizes
-                .iter()
-                .map(|&b| Configuration {
-                    id: format!("bs{b}"),
-                    label: batch_label(b),
-                    params: [("batch_size".to_string(), ParamValue::Int(b))].into(),
-                    batch_bytes: Some(
-                        (self.model.input_shape().iter().product::<i64>() * 4 + 8) as u64
-                            * b as u64,
-                    ),
-                    runs: Vec::new(),
-                    failure: None,
-                })
-                .collect(),
+            configurations: batch_size_configurations(
+                &self.batch_sizes,
+                (self.model.input_shape().iter().product::<i64>() * 4 + 8) as u64,
+            ),
         }
     }
 

@@ -12,7 +12,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use stallscope_bundle::{Bundle, Experiment, Failure, Run, Seeds, TimingMode};
+use stallscope_bundle::{
+    Bundle, Configuration, Experiment, Failure, ParamValue, Run, Seeds, TimingMode,
+};
 
 use crate::device::DeviceCtx;
 use crate::feed::Feed;
@@ -236,6 +238,22 @@ pub fn train_unit(
         rc.device.empty_cache();
     }
     Ok(runs)
+}
+
+/// One configuration per batch size (id `bs{b}`, param `batch_size`), each
+/// batch `bytes_per_sample × b` bytes; runs are filled in as units finish.
+pub fn batch_size_configurations(batch_sizes: &[i64], bytes_per_sample: u64) -> Vec<Configuration> {
+    batch_sizes
+        .iter()
+        .map(|&b| Configuration {
+            id: format!("bs{b}"),
+            label: batch_label(b),
+            params: [("batch_size".to_string(), ParamValue::Int(b))].into(),
+            batch_bytes: Some(bytes_per_sample * b as u64),
+            runs: Vec::new(),
+            failure: None,
+        })
+        .collect()
 }
 
 /// "batch 8,192".
