@@ -452,7 +452,7 @@ fn fastest_verdict(e: &Experiment, phase: Phase) -> Option<Verdict> {
         && e.kind == ExperimentKind::Loader
     {
         headline.push_str(&format!(
-            " At {} the loop waited for data {} of each synchronized step ({}).",
+            " Diagnostic runs (synchronized at every stage): at {} the loop waited for data {} of each step ({}).",
             param_text(bc, &e.swept),
             show_percent(share),
             InputBound::of_share(share).label()
