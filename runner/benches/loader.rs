@@ -40,7 +40,7 @@ fn feed(spec: &SourceSpec, workers: usize, kind: WorkerKind) -> NativeFeed {
         prefetch: 2,
         persistent: true,
         // Worker processes run the runner's own binary (this bench is another).
-        worker_program: Some(env!("CARGO_BIN_EXE_stallscope").into()),
+        worker_program: None,
         ..LoaderConfig::default()
     };
     NativeFeed::new(config, spec.clone(), Pinning::Off).expect("loader")

@@ -34,9 +34,6 @@ pub enum Command {
     Site(SiteArgs),
     /// Serve a directory (an exported site) on 127.0.0.1.
     Serve(ServeArgs),
-    /// A loader worker process (started by the runner itself; not for people).
-    #[command(name = "__loader-worker", hide = true)]
-    LoaderWorker,
 }
 
 #[derive(Debug, clap::Args)]
@@ -155,9 +152,6 @@ pub fn main() -> ExitCode {
         Command::Trace(args) => commands::trace::run(&args),
         Command::Site(args) => commands::site::run(&args),
         Command::Serve(args) => commands::serve::run(&args),
-        Command::LoaderWorker => crate::loader::worker_main()
-            .map(|()| ExitCode::SUCCESS)
-            .map_err(Into::into),
     };
     match result {
         Ok(code) => code,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use tch::Tensor;
 
-use crate::feed::{Dataset, FeedError, HostBatch, TensorDataset, splitmix64};
+use crate::feed::{Dataset, FeedError, HostBatch, TensorDataset};
 
 /// Why IDX files could not be used. Every variant names the file, the byte
 /// offset and what was expected.
@@ -195,15 +195,13 @@ impl FashionMnist {
     /// Generated deterministically from `seed`: `samples` images with the
     /// FashionMNIST shape and labels spread over the 10 classes.
     pub fn synthetic(samples: usize, seed: u64) -> FashionMnist {
-        let mut state = seed;
+        let mut rng = stallscope_loader::rng::Rng::new(seed);
         let mut pixels = vec![0u8; samples * 784];
         for chunk in pixels.chunks_mut(8) {
-            let v = splitmix64(&mut state).to_le_bytes();
+            let v = rng.next_u64().to_le_bytes();
             chunk.copy_from_slice(&v[..chunk.len()]);
         }
-        let labels: Vec<u8> = (0..samples)
-            .map(|_| (splitmix64(&mut state) % 10) as u8)
-            .collect();
+        let labels: Vec<u8> = (0..samples).map(|_| rng.below(10) as u8).collect();
         FashionMnist {
             pixels,
             labels,
@@ -250,20 +248,12 @@ impl Dataset for FashionMnist {
     }
 }
 
-/// seeds/000's data: `samples × features` float32 from N(0, 1) (Box–Muller
-/// over SplitMix64) and labels in `0..classes`, drawn from `seed`.
+/// seeds/000's data as a libtorch dataset: the loader crate's one generator
+/// ([`stallscope_loader::rng::tensor_data`]), so every engine and worker
+/// kind sees the same bytes for the same seed.
 pub fn tensor_data(samples: usize, features: usize, classes: u64, seed: u64) -> TensorDataset {
-    let mut state = seed;
-    let mut unit = || (splitmix64(&mut state) >> 11) as f64 / (1u64 << 53) as f64;
-    let inputs = (0..samples * features)
-        .map(|_| {
-            let (u1, u2) = (1.0 - unit(), unit());
-            ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
-        })
-        .collect();
-    let labels = (0..samples)
-        .map(|_| (splitmix64(&mut state) % classes.max(1)) as i64)
-        .collect();
+    let (inputs, labels) =
+        stallscope_loader::rng::tensor_data(samples, features, classes as usize, seed);
     TensorDataset {
         inputs,
         labels,

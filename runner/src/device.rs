@@ -236,25 +236,26 @@ pub fn cuda_search_dirs(explicit: Option<&Path>) -> Vec<PathBuf> {
     dirs
 }
 
+/// The first of `dirs` that holds `libtorch_cuda.so`; the error lists them all.
+fn find_cuda_dir(dirs: &[PathBuf]) -> Result<PathBuf, DeviceError> {
+    if let Some(dir) = dirs.iter().find(|d| d.join("libtorch_cuda.so").is_file()) {
+        return Ok(dir.clone());
+    }
+    let looked = if dirs.is_empty() {
+        "no candidate folder".to_string()
+    } else {
+        dirs.iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Err(DeviceError::NoCudaLibrary { looked })
+}
+
 fn load_cuda(
     explicit: Option<&Path>,
 ) -> Result<(PathBuf, Vec<libloading::os::unix::Library>), DeviceError> {
-    let dirs = cuda_search_dirs(explicit);
-    let Some(dir) = dirs
-        .iter()
-        .find(|d| d.join("libtorch_cuda.so").is_file())
-        .cloned()
-    else {
-        let looked = if dirs.is_empty() {
-            "no candidate folder".to_string()
-        } else {
-            dirs.iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        return Err(DeviceError::NoCudaLibrary { looked });
-    };
+    let dir = find_cuda_dir(&cuda_search_dirs(explicit))?;
     if let Some(found) = libtorch_version_at(&dir) {
         let expected = shim::torch_version();
         let major_minor = |v: &str| v.split('.').take(2).collect::<Vec<_>>().join(".");
@@ -402,21 +403,20 @@ mod tests {
 
     #[test]
     fn missing_cuda_library_is_a_clear_error() {
-        let dir = std::env::temp_dir().join("stallscope-no-cuda-here");
-        std::fs::create_dir_all(&dir).unwrap();
-        if cuda_search_dirs(None)
-            .iter()
-            .all(|d| !d.join("libtorch_cuda.so").is_file())
-        {
-            let e = DeviceCtx::open(DeviceRequest::Cuda(0), Some(&dir))
-                .err()
-                .expect("no CUDA library here")
-                .to_string();
-            assert!(e.contains("no libtorch_cuda.so was found"), "{e}");
-            assert!(e.contains("stallscope-no-cuda-here"), "{e}");
-            let ctx = DeviceCtx::open(DeviceRequest::Auto, Some(&dir)).unwrap();
-            assert!(!ctx.is_cuda());
-        }
+        // Only the folders given are searched, so this holds on a machine
+        // with CUDA too.
+        let dir = tempfile::tempdir().unwrap();
+        let e = find_cuda_dir(&[dir.path().to_path_buf(), dir.path().join("lib")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no libtorch_cuda.so was found"), "{e}");
+        assert!(e.contains(&dir.path().display().to_string()), "{e}");
+        assert!(e.contains("pass --libtorch DIR"), "{e}");
+        std::fs::write(dir.path().join("libtorch_cuda.so"), b"x").unwrap();
+        assert_eq!(
+            find_cuda_dir(&[dir.path().join("lib"), dir.path().to_path_buf()]).unwrap(),
+            dir.path()
+        );
     }
 
     #[test]

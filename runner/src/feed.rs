@@ -152,47 +152,10 @@ impl Dataset for TensorDataset {
     }
 }
 
-/// Sample order within an epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
-    Sequential,
-    /// A permutation drawn from the seed and the epoch number.
-    Shuffled {
-        seed: u64,
-    },
-}
-
-/// The batches of one epoch as lists of sample indices.
-pub fn epoch_indices(
-    order: Order,
-    samples: usize,
-    batch_size: usize,
-    drop_last: bool,
-    epoch: u32,
-) -> Vec<Vec<u64>> {
-    let mut ids: Vec<u64> = (0..samples as u64).collect();
-    if let Order::Shuffled { seed } = order {
-        let mut state = seed ^ (u64::from(epoch) + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93);
-        for i in (1..ids.len()).rev() {
-            let j = ((splitmix64(&mut state) as u128 * (i as u128 + 1)) >> 64) as usize;
-            ids.swap(i, j);
-        }
-    }
-    let batch_size = batch_size.max(1);
-    ids.chunks(batch_size)
-        .filter(|c| !drop_last || c.len() == batch_size)
-        .map(<[u64]>::to_vec)
-        .collect()
-}
-
-/// SplitMix64 step (deterministic across platforms and releases).
-pub fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+/// Sample order within an epoch: the loader crate's one sampler, so the
+/// in-loop loader, thread and process workers, libtorch and wgpu all visit
+/// the samples in the same order for the same seed.
+pub use stallscope_loader::{Sampler as Order, epoch_batches as epoch_indices};
 
 /// Settings of the in-loop loader.
 #[derive(Debug, Clone, Copy)]

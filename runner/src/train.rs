@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use stallscope_bundle::{Diagnostic, Phase, Run, StageStat, StepSeries, TimingMode, WholeRun};
+use stallscope_bundle::{Diagnostic, Phase, Run, StepSeries, TimingMode, WholeRun};
 use tch::{Kind, Tensor};
 
 use crate::device::DeviceCtx;
@@ -201,57 +201,7 @@ fn diagnostic_epoch(
     Ok((diagnostic, series))
 }
 
-/// The diagnostic summary of per-step series: stage statistics over every
-/// step but the first (whose wait is `first_next_wait_s`); `step` is the
-/// per-step sum of the stages.
-pub fn diagnostic_from_series(
-    s: &StepSeries,
-    seconds: f64,
-    samples: u64,
-    bytes: u64,
-    iterator_creation_s: Option<f64>,
-) -> Diagnostic {
-    let skip = |v: &[u64]| -> Vec<f64> { v.iter().skip(1).map(|&n| n as f64 * 1e-9).collect() };
-    let sums: Vec<u64> = (0..s.next_wait_ns.len())
-        .map(|i| s.next_wait_ns[i] + s.transfer_ns[i] + s.compute_ns[i])
-        .collect();
-    Diagnostic {
-        seconds: Some(seconds),
-        samples: Some(samples),
-        steps: Some(s.next_wait_ns.len() as u64),
-        bytes: Some(bytes),
-        iterator_creation_s,
-        first_next_wait_s: s.next_wait_ns.first().map(|&n| n as f64 * 1e-9),
-        next_wait: stage_stat(&skip(&s.next_wait_ns)),
-        transfer: stage_stat(&skip(&s.transfer_ns)),
-        compute: stage_stat(&skip(&s.compute_ns)),
-        step: stage_stat(&skip(&sums)),
-    }
-}
-
-/// Mean, median, p95 (linear interpolation), min, max, total, count.
-pub fn stage_stat(values: &[f64]) -> Option<StageStat> {
-    if values.is_empty() {
-        return None;
-    }
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let q = |p: f64| {
-        let pos = p * (v.len() - 1) as f64;
-        let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-        v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
-    };
-    let total: f64 = v.iter().sum();
-    Some(StageStat {
-        mean_s: Some(total / v.len() as f64),
-        median_s: Some(q(0.5)),
-        p95_s: Some(q(0.95)),
-        min_s: v.first().copied(),
-        max_s: v.last().copied(),
-        total_s: Some(total),
-        count: Some(v.len() as u64),
-    })
-}
+pub use stallscope_bundle::analysis::{diagnostic_from_series, stage_stat};
 
 #[cfg(test)]
 mod tests {

@@ -182,11 +182,30 @@ fn a_diagnostic_figure_is_never_compared_with_a_whole_run_one() {
 
 #[test]
 fn barrier_overhead_is_read_per_step() {
-    let b = fixture(MEASURED);
-    let c = &b.experiments[0].configurations[0];
-    let o = barrier_overhead(c, Phase::Steady).unwrap();
-    assert!(o.steps > 0.0 && o.whole_run_epoch_s > 0.0 && o.diagnostic_epoch_s > 0.0);
-    assert!((o.per_step_s - (o.diagnostic_epoch_s - o.whole_run_epoch_s) / o.steps).abs() < 1e-15);
+    // Known numbers: whole-run epochs of 0.9, 1.0 and 1.2 s (median 1.0),
+    // diagnostic epochs of 1.5 s, 10 steps each → 0.05 s of barriers a step.
+    let whole = |id: &str, s: f64| {
+        serde_json::json!({"id": id, "timing_mode": "whole_run", "repeat": 0, "epoch": 1,
+            "phase": "steady", "whole_run": {"seconds": s, "samples": 640,
+            "samples_per_s": 640.0 / s, "steps": 10}})
+    };
+    let config: stallscope_bundle::Configuration = serde_json::from_value(serde_json::json!({
+        "id": "c", "label": "c",
+        "runs": [whole("w0", 0.9), whole("w1", 1.2), whole("w2", 1.0),
+            {"id": "d0", "timing_mode": "diagnostic", "repeat": 0, "epoch": 1, "phase": "steady",
+             "diagnostic": {"seconds": 1.5, "samples": 640, "steps": 10}}]
+    }))
+    .unwrap();
+    let o = barrier_overhead(&config, Phase::Steady).unwrap();
+    assert_eq!(
+        (o.whole_run_epoch_s, o.diagnostic_epoch_s, o.steps),
+        (1.0, 1.5, 10.0)
+    );
+    assert!((o.per_step_s - 0.05).abs() < 1e-12, "{}", o.per_step_s);
+    assert!(
+        barrier_overhead(&config, Phase::Cold).is_none(),
+        "no cold runs"
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@ use crate::web;
 use anyhow::{Result, bail};
 
 /// Benchmarks by name and what each measures.
-pub(crate) const BENCHES: [(&str, &str); 3] = [
+pub(crate) const BENCHES: [(&str, &str); 4] = [
     (
         "overhead",
         "the runner's own timing overhead (cargo bench -p stallscope --bench overhead)",
@@ -12,6 +12,10 @@ pub(crate) const BENCHES: [(&str, &str); 3] = [
     (
         "loader",
         "the runner's data loader (cargo bench -p stallscope --bench loader)",
+    ),
+    (
+        "workers",
+        "process-worker start and restarted vs persistent workers (--bench workers)",
     ),
     ("viewer", "the viewer in a real browser"),
 ];
@@ -21,7 +25,12 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         bail!("`cargo xtask bench` needs a benchmark name: {}", names());
     };
     match name.as_str() {
-        "overhead" | "loader" => {
+        "overhead" | "loader" | "workers" => {
+            // Process workers run the loader's own small binary: build it
+            // beside the bench (release, like `cargo bench`).
+            cargo()
+                .args(["build", "--release", "-p", "stallscope-loader"])
+                .run()?;
             let mut bench = cargo().args(["bench", "-p", "stallscope", "--bench", name]);
             // Anything after the name goes to the bench binary.
             if args.len() > 1 {

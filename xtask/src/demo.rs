@@ -96,12 +96,19 @@ pub(crate) fn build_release(repo: &Path) -> Result<PathBuf> {
     let dist = web::build_dist(repo)?;
     cargo()
         .env("STALLSCOPE_WEB_DIST", &dist)
-        .args(["build", "--release", "-p", "stallscope"])
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "stallscope",
+            "-p",
+            "stallscope-loader",
+        ])
         .run()?;
     let exe = target_dir(repo).join("release").join("stallscope");
     if !exe.is_file() {
         bail!(
-            "`cargo build --release -p stallscope` finished but {} is not there",
+            "`cargo build --release -p stallscope -p stallscope-loader` finished but {} is not there",
             exe.display()
         );
     }

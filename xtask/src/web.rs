@@ -117,7 +117,7 @@ pub(crate) fn build_dist(repo: &Path) -> Result<PathBuf> {
 /// Build the runner with the viewer embedded; returns the binary.
 pub(crate) fn build_runner(repo: &Path, dist: &Path) -> Result<PathBuf> {
     cargo()
-        .args(["build", "-p", "stallscope"])
+        .args(["build", "-p", "stallscope", "-p", "stallscope-loader"])
         .env("STALLSCOPE_WEB_DIST", dist)
         .run()?;
     let bin = crate::demo::target_dir(repo).join("debug/stallscope");

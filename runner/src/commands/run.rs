@@ -3,7 +3,7 @@
 //! at the end, and print the comparison table of each experiment.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -47,6 +47,9 @@ impl Progress for Bar {
     fn epoch_done(&self) {
         self.0.inc(1);
     }
+    fn planned(&self, epochs: u64) {
+        self.0.inc_length(epochs);
+    }
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -61,25 +64,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let device = DeviceCtx::open(request, args.libtorch.as_deref())?;
     // FP32 with TF32 off, set explicitly and recorded.
     envinfo::apply_run_settings().context("turning TF32 off")?;
-    let seeds = Seeds {
-        weights: plan.seed,
-        shuffle: plan.seed,
-        data: plan.data_seed,
-    };
-    let mut environment = envinfo::environment(&device);
-    environment.suite = Some(SuiteRecord {
-        name: plan.name.clone(),
-        path: plan.path.as_ref().map(|p| p.display().to_string()),
-        toml: plan.toml.clone(),
-    });
-    environment.seeds = Some(seeds);
-
-    let (created_at, id) = bundle_id();
-    let out_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("out").join(&id));
-    let path = out_dir.join("bundle.json");
     install_ctrlc()?;
 
     let bar = if std::io::stderr().is_terminal() {
@@ -92,13 +76,80 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             .expect("static template"),
     );
     let progress = Bar(bar.clone());
-    let rc = RunCtx {
-        device: &device,
-        stop: &STOP,
+    let options = RunOptions {
+        out_dir: args.out.as_deref(),
         data_dir: args.data_dir.as_deref(),
-        seeds,
+        stop: &STOP,
         progress: &progress,
         inject_panic: std::env::var("STALLSCOPE_INJECT_PANIC").ok(),
+    };
+    let finished = run_plan(&plan, &device, &options);
+    bar.finish_and_clear();
+    let Finished {
+        bundle,
+        path,
+        failures,
+        interrupted,
+    } = finished?;
+    print!("{}", report::render_bundle(&bundle));
+    println!("bundle: {}", path.display());
+    Ok(exit_code(interrupted, failures))
+}
+
+/// Where and how [`run_plan`] runs.
+pub struct RunOptions<'a> {
+    /// The bundle goes to `out_dir/bundle.json` (default `out/<bundle id>`),
+    /// rewritten atomically after every unit.
+    pub out_dir: Option<&'a Path>,
+    pub data_dir: Option<&'a Path>,
+    /// Set (by Ctrl-C) to stop after the current step.
+    pub stop: &'a AtomicBool,
+    pub progress: &'a dyn Progress,
+    /// Test-only: panic inside this configuration.
+    pub inject_panic: Option<String>,
+}
+
+/// What a finished (or interrupted) run left.
+pub struct Finished {
+    pub bundle: Bundle,
+    pub path: PathBuf,
+    pub failures: usize,
+    pub interrupted: bool,
+}
+
+/// Run a validated plan on an opened device: every experiment through the
+/// driver, the bundle saved after every unit and at the end. Printing is the
+/// caller's.
+pub fn run_plan(
+    plan: &suite::Plan,
+    device: &DeviceCtx,
+    options: &RunOptions,
+) -> anyhow::Result<Finished> {
+    let seeds = Seeds {
+        weights: plan.seed,
+        shuffle: plan.seed,
+        data: plan.data_seed,
+    };
+    let mut environment = envinfo::environment(device);
+    environment.suite = Some(SuiteRecord {
+        name: plan.name.clone(),
+        path: plan.path.as_ref().map(|p| p.display().to_string()),
+        toml: plan.toml.clone(),
+    });
+    environment.seeds = Some(seeds);
+
+    let (created_at, id) = bundle_id();
+    let out_dir = options
+        .out_dir
+        .map_or_else(|| PathBuf::from("out").join(&id), Path::to_path_buf);
+    let path = out_dir.join("bundle.json");
+    let rc = RunCtx {
+        device,
+        stop: options.stop,
+        data_dir: options.data_dir,
+        seeds,
+        progress: options.progress,
+        inject_panic: options.inject_panic.clone(),
     };
 
     let mut bundle = Bundle {
@@ -131,7 +182,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             None => experiments::oom_probe::skeleton(p, &rc),
         };
         if let Some(g) = &grid {
-            bar.inc_length(
+            options.progress.planned(
                 g.epochs_per_unit() * skeleton.configurations.len() as u64 * u64::from(p.repeats),
             );
         }
@@ -162,7 +213,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    bar.finish_and_clear();
     bundle.status = final_status(interrupted, failures);
     if let (Some(start), Some(end)) = (load_at_start, envinfo::load_average()) {
         let cores = bundle
@@ -179,10 +229,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(e) = save_error {
         return Err(e).with_context(|| format!("writing {}", path.display()));
     }
-
-    print!("{}", report::render_bundle(&bundle));
-    println!("bundle: {}", path.display());
-    Ok(exit_code(interrupted, failures))
+    Ok(Finished {
+        bundle,
+        path,
+        failures,
+        interrupted,
+    })
 }
 
 /// The bundle's status at the end of a run.
@@ -241,8 +293,8 @@ pub fn bundle_id() -> (String, String) {
     let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
     let (h, mi, se) = (s / 3600, s % 3600 / 60, s % 60);
-    let mut state = now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
-    let suffix = crate::feed::splitmix64(&mut state) & 0xffff;
+    let state = now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
+    let suffix = stallscope_loader::rng::Rng::new(state).next_u64() & 0xffff;
     (
         format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{se:02}Z"),
         format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{se:02}Z-{suffix:04x}"),

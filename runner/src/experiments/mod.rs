@@ -46,6 +46,8 @@ pub trait Progress {
     );
     /// A timed epoch ended.
     fn epoch_done(&self);
+    /// `epochs` more timed epochs are planned.
+    fn planned(&self, _epochs: u64) {}
 }
 
 /// Why a unit did not finish.
@@ -155,6 +157,16 @@ pub fn drive(
             }));
             let config = &mut bundle.experiments[exp_index].configurations[ci];
             match result {
+                Ok(Ok(runs)) if runs.iter().any(|r| run_steps(r) == Some(0)) => {
+                    // An epoch with no batch measured nothing: a failure with
+                    // the reason, never a run with no stages and a rate of 0.
+                    failures += 1;
+                    config.failure = Some(Failure::Error {
+                        message: "an epoch held no batch (fewer samples than one batch, \
+                                  with drop_last); nothing was measured"
+                            .into(),
+                    });
+                }
                 Ok(Ok(runs)) => config.runs.extend(runs),
                 Ok(Err(UnitError::Interrupted)) => {
                     config.failure = Some(Failure::Interrupted {
@@ -185,6 +197,14 @@ pub fn drive(
         }
     }
     Outcome::Finished { failures }
+}
+
+/// Steps (or copies) a run timed, from whichever timing mode it carries.
+fn run_steps(run: &Run) -> Option<u64> {
+    run.whole_run
+        .as_ref()
+        .and_then(|w| w.steps)
+        .or_else(|| run.diagnostic.as_ref().and_then(|d| d.steps))
 }
 
 /// The text of a panic payload.

@@ -10,7 +10,6 @@ use stallscope_bundle::{Configuration, Experiment, ExperimentKind, ParamValue, R
 
 use super::generate::{ImageSetSpec, default_cache_root, ensure_image_set};
 use super::native_feed::{NativeFeed, Pinning};
-use super::plan::{DataPlan, LoaderPlan};
 use super::{
     Fault, ImageSpec, LoaderConfig, LoaderError, OnBadSample, Sampler, SourceSpec, WorkerKind,
     full_batch_bytes,
@@ -18,6 +17,7 @@ use super::{
 use crate::experiments::{GridExperiment, RunCtx, UnitError, train_unit};
 use crate::feed::Feed;
 use crate::models::ModelSpec;
+use crate::suite::{DataPlan, LoaderPlan};
 use crate::suite::{ExperimentPlan, ExperimentSpec};
 use crate::train::CopyMode;
 

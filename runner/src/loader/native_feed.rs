@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use stallscope_bundle::{LoaderStage, LoaderStats};
 use tch::{Device, Tensor};
 
-use super::batch::full_batch_bytes;
-use super::engine::{Loader, LoaderEpoch};
-use super::sampler::epoch_batches;
-use super::source::SourceSpec;
-use super::stats::StageTotal;
+use super::SourceSpec;
+use super::StageTotal;
+use super::epoch_batches;
+use super::full_batch_bytes;
+use super::{Loader, LoaderEpoch};
 use super::{LoaderConfig, LoaderError, WorkerKind};
 use crate::feed::{EpochIter, Feed, FeedError, HostBatch};
 

@@ -15,7 +15,7 @@ use stallscope_bundle::{
 };
 
 use super::{WgpuCtx, WgpuError, host_peak_rss_bytes, repeat_order};
-use crate::feed::{Order, epoch_indices, splitmix64};
+use crate::feed::{Order, epoch_indices};
 use crate::train::diagnostic_from_series;
 
 /// Largest number of classes the shader's per-row scratch holds.
@@ -59,22 +59,23 @@ pub struct LinearTrainer<'a> {
     update: wgpu::ComputePipeline,
 }
 
-/// Deterministic uniform floats in [-1, 1).
+/// Deterministic uniform floats in [-1, 1) (initial weights only).
 fn uniform(seed: u64, n: usize) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| ((splitmix64(&mut s) >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
-        .collect()
+    let mut rng = stallscope_loader::rng::Rng::new(seed);
+    (0..n).map(|_| rng.unit_f64() as f32 * 2.0 - 1.0).collect()
 }
 
-/// The seeds/000 data: `samples × features` float32 and labels in `0..classes`.
+/// The seeds/000 data: `samples × features` float32 from N(0, 1) and labels
+/// in `0..classes`, the same bytes the libtorch engine and the native loader
+/// draw for the same seed (one generator, in the loader crate).
 pub fn generate_data(samples: u32, features: u32, classes: u32, seed: u64) -> (Vec<f32>, Vec<u32>) {
-    let x = uniform(seed, samples as usize * features as usize);
-    let mut s = seed ^ 0x5bd1_e995;
-    let y = (0..samples)
-        .map(|_| (splitmix64(&mut s) % u64::from(classes)) as u32)
-        .collect();
-    (x, y)
+    let (x, y) = stallscope_loader::rng::tensor_data(
+        samples as usize,
+        features as usize,
+        classes as usize,
+        seed,
+    );
+    (x, y.into_iter().map(|l| l as u32).collect())
 }
 
 /// Initial weights: uniform in ±1/√features (PyTorch's Linear default range), biases included.
@@ -418,11 +419,11 @@ fn epoch(
             }
             let seconds = started.elapsed().as_secs_f64();
             run.diagnostic = Some(diagnostic_from_series(
-                &series,
-                seconds,
-                samples,
-                bytes,
-                Some(0.0),
+                &series, seconds, samples, bytes,
+                // The batch order is drawn before the clock starts and there
+                // is no loader to create: nothing was measured, so none is
+                // recorded (0 would claim a measurement).
+                None,
             ));
             if record_steps {
                 run.steps = Some(series);

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use stallscope_bundle::{Bundle, read_bundle, validate};
+use stallscope_bundle::{Bundle, parse_bundle, validate};
 
 /// A fresh, empty folder under the target dir for one test.
 pub fn temp_dir(name: &str) -> PathBuf {
@@ -42,8 +42,9 @@ pub fn text(o: &Output) -> String {
 /// problems if it is not valid.
 pub fn valid_bundle(path: &Path) -> Bundle {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let bundle = read_bundle(&bytes).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
-    assert!(validate(&bundle).is_empty(), "{:?}", validate(&bundle));
+    let bundle = parse_bundle(&bytes).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+    let problems = validate(&bundle);
+    assert!(problems.is_empty(), "{}: {problems:?}", path.display());
     bundle
 }
 

@@ -5,6 +5,7 @@
 
 mod compare;
 mod metric;
+mod stages;
 mod summary;
 mod table;
 mod units;
@@ -12,6 +13,7 @@ mod verdict;
 
 pub use compare::*;
 pub use metric::*;
+pub use stages::*;
 pub use summary::*;
 pub use table::*;
 pub use units::*;

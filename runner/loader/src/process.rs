@@ -1,4 +1,4 @@
-//! Worker processes: started from the runner's own binary (`__loader-worker`),
+//! Worker processes: started from the small `stallscope-loader-worker` binary,
 //! each with a shared-memory ring of `prefetch` slots and a JSON-lines control
 //! pipe. A dead worker is reported with the sample it was loading (read from
 //! its progress word); on drop every child is ended and every segment unlinked.
@@ -26,6 +26,51 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// Set in every worker process's environment to the runner's pid.
 pub const PARENT_ENV: &str = "STALLSCOPE_LOADER_PARENT";
+
+/// The worker binary's file name: a small program that links no libtorch,
+/// so a worker starts in milliseconds.
+pub const WORKER_PROGRAM: &str = "stallscope-loader-worker";
+
+/// Names the worker binary explicitly (wins over the lookup beside the
+/// running program).
+pub const WORKER_PROGRAM_ENV: &str = "STALLSCOPE_LOADER_WORKER";
+
+/// Where the worker binary is: `$STALLSCOPE_LOADER_WORKER`, else beside the
+/// running program, else one folder up (cargo's test binaries live in
+/// `target/<profile>/deps/`). The error says every place that was tried.
+pub fn worker_program() -> Result<std::path::PathBuf, String> {
+    if let Some(p) = std::env::var_os(WORKER_PROGRAM_ENV) {
+        let p = std::path::PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "{WORKER_PROGRAM_ENV}={} is not a file; expected the {WORKER_PROGRAM} binary",
+                p.display()
+            ))
+        };
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find the running program to look beside it: {e}"))?;
+    let mut tried = Vec::new();
+    for dir in exe
+        .parent()
+        .into_iter()
+        .flat_map(|d| [Some(d), d.parent()])
+        .flatten()
+    {
+        let candidate = dir.join(WORKER_PROGRAM);
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+        tried.push(candidate.display().to_string());
+    }
+    Err(format!(
+        "the {WORKER_PROGRAM} binary was not found (looked at {}); build it with \
+         `cargo build -p stallscope-loader` (or `cargo xtask build`), or set {WORKER_PROGRAM_ENV}",
+        tried.join(", ")
+    ))
+}
 
 static SEGMENT_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -83,9 +128,9 @@ impl ProcessPool {
     ) -> Result<Self, LoaderError> {
         let program = match &config.worker_program {
             Some(p) => p.clone(),
-            None => std::env::current_exe().map_err(|e| LoaderError::Spawn {
+            None => worker_program().map_err(|message| LoaderError::Spawn {
                 worker: "process workers".into(),
-                message: format!("cannot find this program to start workers from: {e}"),
+                message,
             })?,
         };
         let per_sample: usize = sample_dims.iter().product();
@@ -112,7 +157,6 @@ impl ProcessPool {
             let segment = Segment::create(seg_name.clone(), len)
                 .map_err(|e| spawn_err(format!("shared memory /dev/shm/{seg_name}: {e}")))?;
             let mut child = Command::new(&program)
-                .arg("__loader-worker")
                 // Lets people and tests tell whose worker a process is.
                 .env(PARENT_ENV, std::process::id().to_string())
                 .stdin(Stdio::piped())
@@ -339,19 +383,11 @@ impl Pool for ProcessPool {
             .pop()
             .expect("the engine never has more than prefetch batches out per worker");
         if self.send_line(w, &Assign { task, slot }).is_err() {
-            // The pipe broke: the worker is gone; say how and where.
-            return Err(match self.died(w) {
-                Event::Failed {
-                    worker,
-                    sample,
-                    message,
-                } => LoaderError::Worker {
-                    worker,
-                    sample,
-                    message,
-                },
-                Event::Done(_) => unreachable!("died() reports a failure"),
-            });
+            // The pipe broke: the worker is gone. Batches it finished before
+            // are still in its stdout, ahead of the pipe's end, so they are
+            // delivered first; its reader then sends `Closed`, which reports
+            // how and where it died. (Failing here would drop them.)
+            self.workers[w].stdin = None;
         }
         Ok(())
     }

@@ -1,13 +1,13 @@
 //! The native loader end to end, with real worker threads and real worker
-//! processes (the `stallscope` binary's `__loader-worker`), real JPEG files
+//! processes (the `stallscope-loader-worker` binary), real JPEG files
 //! and real shared memory.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use stallscope::loader::generate::{ImageSetSpec, ensure_image_set};
-use stallscope::loader::{
+use stallscope_loader::generate::{ImageSetSpec, ensure_image_set};
+use stallscope_loader::{
     Batch, Fault, ImageSpec, Loader, LoaderConfig, LoaderError, OnBadSample, SEGMENT_PREFIX,
     Sampler, SourceSpec, WorkerKind,
 };
@@ -30,7 +30,9 @@ fn config(workers: usize, kind: WorkerKind) -> LoaderConfig {
         workers,
         kind,
         prefetch: 2,
-        worker_program: Some(PathBuf::from(env!("CARGO_BIN_EXE_stallscope"))),
+        worker_program: Some(PathBuf::from(env!(
+            "CARGO_BIN_EXE_stallscope-loader-worker"
+        ))),
         ..LoaderConfig::default()
     }
 }
@@ -102,7 +104,7 @@ fn every_sample_arrives_exactly_once_per_epoch_in_every_worker_kind_and_count() 
                     let batches = epoch(&mut loader, e).unwrap();
                     let what =
                         format!("{workers} {kind:?} {sampler:?} persistent={persistent} epoch {e}");
-                    let expected = stallscope::loader::epoch_batches(sampler, 100, 16, false, e);
+                    let expected = stallscope_loader::epoch_batches(sampler, 100, 16, false, e);
                     let got: Vec<Vec<u64>> = batches.iter().map(|b| b.sample_ids.clone()).collect();
                     // In order: the sampler's batches, in its order.
                     assert_eq!(got, expected, "{what}");

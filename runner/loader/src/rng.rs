@@ -53,6 +53,26 @@ impl Rng {
     }
 }
 
+/// seeds/000's data, the one generator every engine uses: `samples ×
+/// features` float32 from N(0, 1) (Box–Muller over SplitMix64), then labels
+/// in `0..classes`, all drawn from `seed`. The same seed gives the same bytes
+/// in the loop, in thread and process workers, on libtorch and on wgpu.
+pub fn tensor_data(
+    samples: usize,
+    features: usize,
+    classes: usize,
+    seed: u64,
+) -> (Vec<f32>, Vec<i64>) {
+    let mut rng = Rng::new(seed);
+    let values = (0..samples * features)
+        .map(|_| rng.normal() as f32)
+        .collect();
+    let labels = (0..samples)
+        .map(|_| rng.below(classes.max(1) as u64) as i64)
+        .collect();
+    (values, labels)
+}
+
 /// Seed of one worker's generator in one epoch: the base seed, the worker id
 /// and the epoch mixed together, so augmentations differ between workers and
 /// epochs and repeat exactly between runs with the same settings. (A plain

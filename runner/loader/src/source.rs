@@ -145,13 +145,7 @@ impl TensorSource {
         seed: u64,
     ) -> Result<Self, SourceOpenError> {
         check_shape(samples, features, classes)?;
-        let mut rng = Rng::new(seed);
-        let values = (0..samples * features)
-            .map(|_| rng.normal() as f32)
-            .collect();
-        let labels = (0..samples)
-            .map(|_| rng.below(classes as u64) as i64)
-            .collect();
+        let (values, labels) = super::rng::tensor_data(samples, features, classes, seed);
         Ok(TensorSource {
             features,
             values,

@@ -1,4 +1,4 @@
-//! The worker process (`stallscope __loader-worker`): its control protocol
+//! The worker process (`stallscope-loader-worker`): its control protocol
 //! with the runner (JSON lines over stdin/stdout: indices and slot numbers,
 //! never batch bytes) and its main loop.
 

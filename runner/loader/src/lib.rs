@@ -1,0 +1,139 @@
+//! The native data loader: a sampler, batches built by workers (none, threads
+//! or processes), prefetch, persistent workers, in-order delivery, and
+//! SPDL-style self-measurement. It works on typed host buffers ([`Batch`])
+//! and knows no device: no libtorch, tch or wgpu. The engines turn batches
+//! into tensors or buffers at their edge.
+
+mod batch;
+mod engine;
+pub mod generate;
+pub mod images;
+mod process;
+pub mod rng;
+mod sampler;
+mod shm;
+mod source;
+pub mod stats;
+mod threads;
+mod worker;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use batch::{Batch, OnBadSample, Task, full_batch_bytes};
+pub use engine::{Loader, LoaderEpoch};
+pub use images::ImageSpec;
+pub use process::{PARENT_ENV, WORKER_PROGRAM, WORKER_PROGRAM_ENV, worker_program};
+pub use sampler::{Sampler, epoch_batches};
+pub use shm::SEGMENT_PREFIX;
+pub use source::{Fault, SampleError, Source, SourceOpenError, SourceSpec, open_source};
+pub use stats::StageTotal;
+pub use worker::worker_main;
+
+/// Where the workers run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerKind {
+    /// Threads of the runner's process (the default: Rust has no GIL).
+    #[default]
+    Threads,
+    /// Processes started from the runner's own binary; batches come back
+    /// through shared memory (what process-based loaders pay).
+    Processes,
+}
+
+impl WorkerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerKind::Threads => "threads",
+            WorkerKind::Processes => "processes",
+        }
+    }
+}
+
+/// The loader's knobs (those of a PyTorch `DataLoader`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoaderConfig {
+    pub batch_size: usize,
+    pub drop_last: bool,
+    pub sampler: Sampler,
+    /// 0 = build batches in the consumer's own thread.
+    pub workers: usize,
+    pub kind: WorkerKind,
+    /// Batches each worker may hold ahead of the consumer (≥ 1).
+    pub prefetch: usize,
+    /// Keep workers across epochs instead of starting them each epoch.
+    pub persistent: bool,
+    /// Deliver batches in sampler order (a reorder buffer) or as they finish.
+    pub in_order: bool,
+    pub on_bad_sample: OnBadSample,
+    /// Base seed of the workers' generators (augmentation).
+    pub seed: u64,
+    /// A fault to inject (tests, demonstrations of the failure path).
+    pub fault: Option<Fault>,
+    /// The program started for process workers (default: [`worker_program`]).
+    pub worker_program: Option<PathBuf>,
+}
+
+impl Default for LoaderConfig {
+    fn default() -> Self {
+        LoaderConfig {
+            batch_size: 64,
+            drop_last: false,
+            sampler: Sampler::Sequential,
+            workers: 0,
+            kind: WorkerKind::Threads,
+            prefetch: 2,
+            persistent: false,
+            in_order: true,
+            on_bad_sample: OnBadSample::Skip,
+            seed: 0,
+            fault: None,
+            worker_program: None,
+        }
+    }
+}
+
+/// Why the loader could not deliver.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LoaderError {
+    /// A worker failed; names the worker and the sample it was loading.
+    #[error("{worker} failed{}: {message}", sample.map(|s| format!(" on sample {s}")).unwrap_or_default())]
+    Worker {
+        worker: String,
+        sample: Option<u64>,
+        message: String,
+    },
+    #[error("{0}")]
+    Source(String),
+    #[error("could not start {worker}: {message}")]
+    Spawn { worker: String, message: String },
+    #[error("loader settings: {0}")]
+    Config(String),
+}
+
+impl LoaderError {
+    /// The bundle's record of this failure.
+    pub fn to_failure(&self) -> stallscope_bundle::Failure {
+        match self {
+            LoaderError::Worker {
+                worker,
+                sample,
+                message,
+            } => stallscope_bundle::Failure::WorkerError {
+                worker: Some(worker.clone()),
+                sample: *sample,
+                message: message.clone(),
+            },
+            LoaderError::Spawn { worker, message } => stallscope_bundle::Failure::WorkerError {
+                worker: Some(worker.clone()),
+                sample: None,
+                message: format!("could not start: {message}"),
+            },
+            other => stallscope_bundle::Failure::Error {
+                message: other.to_string(),
+            },
+        }
+    }
+}

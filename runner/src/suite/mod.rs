@@ -1,0 +1,354 @@
+//! Suites: TOML files that list experiments, turned into a validated
+//! [`Plan`] in layers — `raw` (the TOML types, with spans), `kinds` and
+//! `loader` (a parser per experiment kind), `plan` (the validated types) and
+//! `located` (the one helper for errors). Every error names the file, the
+//! line and column, the key and what was expected. Presets are ordinary files
+//! in `fixtures/suites/`, embedded in the binary.
+
+mod kinds;
+mod loader;
+mod located;
+mod plan;
+mod raw;
+
+use std::path::{Path, PathBuf};
+
+pub use located::SuiteError;
+pub use plan::*;
+
+use kinds::ExperimentCx;
+use located::{Located, key_at, line_col};
+use raw::{RawKnobs, RawSuite};
+
+/// The preset suites, by name.
+pub const PRESETS: &[(&str, &str)] = &[
+    (
+        "quickstart",
+        include_str!("../../../fixtures/suites/quickstart.toml"),
+    ),
+    (
+        "fashionmnist-batch-sweep",
+        include_str!("../../../fixtures/suites/fashionmnist-batch-sweep.toml"),
+    ),
+    (
+        "transfer",
+        include_str!("../../../fixtures/suites/transfer.toml"),
+    ),
+    ("wgpu", include_str!("../../../fixtures/suites/wgpu.toml")),
+    (
+        "workers-light",
+        include_str!("../../../fixtures/suites/workers-light.toml"),
+    ),
+    (
+        "image-pipeline",
+        include_str!("../../../fixtures/suites/image-pipeline.toml"),
+    ),
+    ("stall", include_str!("../../../fixtures/suites/stall.toml")),
+];
+
+/// Parse and validate suite text. `file` names it in errors.
+pub fn parse_suite(
+    text: &str,
+    file: &str,
+    name: &str,
+    path: Option<&Path>,
+    quick: bool,
+) -> Result<Plan, SuiteError> {
+    let cx = Located { file, text };
+    let raw: RawSuite = toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        let (line, column) = line_col(text, span.start);
+        let key = key_at(text, span.start);
+        SuiteError {
+            file: file.into(),
+            line,
+            column,
+            key,
+            message: e.message().trim().to_string(),
+        }
+    })?;
+    let base_repeats = match &raw.repeats {
+        Some(v) => cx.positive(v, "repeats", 100)? as u32,
+        None => 3,
+    };
+    let base_epochs = match &raw.epochs {
+        Some(v) => cx.positive(v, "epochs", 1000)? as u32,
+        None => 2,
+    };
+    if raw.experiment.is_empty() {
+        return Err(cx.err(
+            0..0,
+            "experiment",
+            "no [[experiment]] table; expected at least one",
+        ));
+    }
+    let mut experiments: Vec<ExperimentPlan> = Vec::new();
+    for (i, e) in raw.experiment.into_iter().enumerate() {
+        let at = |k: &str| format!("experiment[{i}].{k}");
+        let id = e.id.get_ref().clone();
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(cx.err(
+                e.id.span(),
+                &at("id"),
+                format!("{id:?}; expected letters, digits, '_' or '-'"),
+            ));
+        }
+        if experiments.iter().any(|x| x.id == id) {
+            return Err(cx.err(
+                e.id.span(),
+                &at("id"),
+                format!("{id:?} is used twice; expected unique ids"),
+            ));
+        }
+        let mut k = RawKnobs {
+            repeats: e.repeats.clone(),
+            epochs: e.epochs.clone(),
+            samples: e.samples.clone(),
+            batch_sizes: e.batch_sizes.clone(),
+            steps: e.steps.clone(),
+            sizes_kib: e.sizes_kib.clone(),
+            copies: e.copies.clone(),
+            max_batch: e.max_batch.clone(),
+        };
+        if quick && let Some(q) = &e.quick {
+            macro_rules! over {
+                ($($f:ident),*) => { $( if q.$f.is_some() { k.$f = q.$f.clone(); } )* };
+            }
+            over!(
+                repeats,
+                epochs,
+                samples,
+                batch_sizes,
+                steps,
+                sizes_kib,
+                copies,
+                max_batch
+            );
+        }
+        let repeats = match &k.repeats {
+            Some(v) => cx.positive(v, &at("repeats"), 100)? as u32,
+            None => base_repeats,
+        };
+        let epochs = match &k.epochs {
+            Some(v) => cx.positive(v, &at("epochs"), 1000)? as u32,
+            None => base_epochs,
+        };
+        let x = ExperimentCx {
+            cx: &cx,
+            e: &e,
+            k: &k,
+            index: i,
+        };
+        let spec = match e.kind.get_ref().as_str() {
+            "compute" => x.compute()?,
+            "transfer" => x.transfer()?,
+            "batch_sweep" => x.batch_sweep()?,
+            "oom_probe" => x.oom_probe()?,
+            kind @ ("loader" | "stall") => loader::parse(
+                kind,
+                e.loader.as_ref(),
+                x.model("linear")?,
+                quick,
+                &cx,
+                i,
+                e.kind.span(),
+            )?,
+            other => {
+                return Err(cx.err(
+                    e.kind.span(),
+                    &at("kind"),
+                    format!("{other:?}; expected compute, transfer, batch_sweep, oom_probe, loader or stall"),
+                ));
+            }
+        };
+        experiments.push(ExperimentPlan {
+            id,
+            title: e.title.clone(),
+            repeats,
+            epochs,
+            spec,
+        });
+    }
+    let torch_threads = match &raw.torch_threads {
+        Some(v) => Some(cx.positive(v, "torch_threads", 1024)? as i32),
+        None => None,
+    };
+    Ok(Plan {
+        name: name.into(),
+        title: raw.title.unwrap_or_else(|| name.to_string()),
+        path: path.map(Path::to_path_buf),
+        toml: text.into(),
+        seed: raw.seed.unwrap_or(42),
+        data_seed: raw.data_seed.unwrap_or(0),
+        torch_threads,
+        experiments,
+    })
+}
+
+/// Errors finding a suite.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{}: cannot read: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no preset named {name:?}; expected one of: {}", PRESETS.iter().map(|p| p.0).collect::<Vec<_>>().join(", "))]
+    NoPreset { name: String },
+    #[error(transparent)]
+    Suite(#[from] SuiteError),
+}
+
+/// Load a suite file, or a preset by name (quickstart when neither).
+pub fn load(path: Option<&Path>, preset: Option<&str>, quick: bool) -> Result<Plan, LoadError> {
+    if let Some(path) = path {
+        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+            path: path.into(),
+            source,
+        })?;
+        let name = path
+            .file_stem()
+            .map_or("suite".into(), |s| s.to_string_lossy().into_owned());
+        return Ok(parse_suite(
+            &text,
+            &path.display().to_string(),
+            &name,
+            Some(path),
+            quick,
+        )?);
+    }
+    let name = preset.unwrap_or("quickstart");
+    let (_, text) = PRESETS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| LoadError::NoPreset { name: name.into() })?;
+    Ok(parse_suite(
+        text,
+        &format!("preset {name}"),
+        name,
+        None,
+        quick,
+    )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_parses_in_both_modes() {
+        for (name, text) in PRESETS {
+            for quick in [false, true] {
+                let plan = parse_suite(text, name, name, None, quick).unwrap();
+                assert!(!plan.experiments.is_empty(), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_file_in_fixtures_suites_is_an_embedded_preset() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/suites");
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+                let text = std::fs::read_to_string(&path).unwrap();
+                let embedded = PRESETS.iter().find(|(n, _)| *n == name);
+                assert_eq!(
+                    embedded.map(|p| p.1),
+                    Some(text.as_str()),
+                    "{name} is not in PRESETS"
+                );
+                parse_suite(
+                    &text,
+                    &path.display().to_string(),
+                    &name,
+                    Some(&path),
+                    false,
+                )
+                .unwrap();
+            }
+        }
+    }
+
+    fn err(text: &str) -> String {
+        parse_suite(text, "s.toml", "s", None, false)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn bad_suites_name_file_line_key_and_expectation() {
+        let e = err("[[experiment]]\nid = \"a\"\nkind = \"compute\"\nbatch_sizes = [64, 0]\n");
+        assert!(
+            e.starts_with("s.toml:4:15: experiment[0].batch_sizes: 0 is out of range"),
+            "{e}"
+        );
+        let e = err("[[experiment]]\nid = \"a\"\nkind = \"nope\"\n");
+        assert!(
+            e.starts_with("s.toml:3:8: experiment[0].kind: \"nope\"; expected compute"),
+            "{e}"
+        );
+        let e = err("[[experiment]]\nid = \"a\"\nkind = \"compute\"\nbatchsize = 3\n");
+        assert!(
+            e.starts_with("s.toml:4:1: experiment.batchsize: unknown field `batchsize`"),
+            "{e}"
+        );
+        let e = err("repeats = \"three\"\n[[experiment]]\nid = \"a\"\nkind = \"compute\"\n");
+        assert!(e.starts_with("s.toml:1:11: repeats: invalid type"), "{e}");
+        let e = err("[[experiment]]\nid = \"a\"\nkind = \"oom_probe\"\nmemory_fraction = 1.5\n");
+        assert!(e.contains("s.toml:4:19: experiment[0].memory_fraction: 1.5 is out of range; expected a number in (0, 1]"), "{e}");
+        let e = err("title = \"x\"\n");
+        assert!(e.contains("expected at least one"), "{e}");
+        let e = err("torch_threads = 0\n[[experiment]]\nid = \"a\"\nkind = \"compute\"\n");
+        assert!(
+            e.starts_with(
+                "s.toml:1:17: torch_threads: 0 is out of range; expected an integer from 1"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_epoch_without_a_batch_is_refused_where_the_batch_size_is() {
+        let text = "[[experiment]]\nid = \"a\"\nkind = \"loader\"\n[experiment.loader]\nsamples = 3\nbatch_size = 8\ndrop_last = true\n";
+        let e = err(text);
+        assert!(
+            e.starts_with("s.toml:6:14: experiment[0].loader.batch_size: 8 with 3 samples and drop_last = true leaves no batch"),
+            "{e}"
+        );
+        // Without drop_last the epoch holds one partial batch: accepted.
+        parse_suite(
+            &text.replace("drop_last = true", "drop_last = false"),
+            "s",
+            "s",
+            None,
+            false,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn torch_threads_is_read() {
+        let text = "torch_threads = 1\n[[experiment]]\nid = \"a\"\nkind = \"compute\"\n";
+        let plan = parse_suite(text, "s.toml", "s", None, false).unwrap();
+        assert_eq!(plan.torch_threads, Some(1));
+    }
+
+    #[test]
+    fn quick_overrides_apply_only_with_quick() {
+        let text = "[[experiment]]\nid = \"a\"\nkind = \"batch_sweep\"\nbatch_sizes = [32, 64]\nquick = { batch_sizes = [128], repeats = 1 }\n";
+        let full = parse_suite(text, "s", "s", None, false).unwrap();
+        let quick = parse_suite(text, "s", "s", None, true).unwrap();
+        assert_eq!(full.experiments[0].repeats, 3);
+        assert_eq!(quick.experiments[0].repeats, 1);
+        match &quick.experiments[0].spec {
+            ExperimentSpec::BatchSweep { batch_sizes, .. } => assert_eq!(batch_sizes, &vec![128]),
+            _ => panic!(),
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! The validated plan: what `stallscope run` executes. Built only by the
+//! parsers of this module, so every value here has passed its checks.
+
+use std::path::PathBuf;
+
+use crate::loader::{OnBadSample, WorkerKind};
+use crate::models::ModelSpec;
+
+/// A validated suite: what `stallscope run` executes.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub name: String,
+    pub title: String,
+    pub path: Option<PathBuf>,
+    /// The TOML text as read (recorded in the bundle).
+    pub toml: String,
+    pub seed: u64,
+    pub data_seed: u64,
+    /// libtorch's intra-op thread count for the whole run (seeds/000 used 1);
+    /// `None` leaves libtorch's default.
+    pub torch_threads: Option<i32>,
+    pub experiments: Vec<ExperimentPlan>,
+}
+
+/// One experiment of a plan.
+#[derive(Debug, Clone)]
+pub struct ExperimentPlan {
+    pub id: String,
+    pub title: Option<String>,
+    pub repeats: u32,
+    pub epochs: u32,
+    pub spec: ExperimentSpec,
+}
+
+/// Data an experiment trains on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataSpec {
+    /// FashionMNIST (IDX from `--data-dir`, else synthetic), first `samples`.
+    FashionMnist { samples: usize },
+    /// seeds/000 tensors generated in memory.
+    Tensor {
+        samples: usize,
+        features: usize,
+        classes: usize,
+    },
+}
+
+/// What an experiment measures, with its grid.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExperimentSpec {
+    Compute {
+        model: ModelSpec,
+        batch_sizes: Vec<i64>,
+        steps: u32,
+    },
+    Transfer {
+        sizes_bytes: Vec<u64>,
+        copies: u32,
+        pinned: Vec<bool>,
+        non_blocking: Vec<bool>,
+    },
+    BatchSweep {
+        model: ModelSpec,
+        data: DataSpec,
+        batch_sizes: Vec<i64>,
+    },
+    OomProbe {
+        model: ModelSpec,
+        memory_fraction: f64,
+        start_batch: i64,
+        max_batch: i64,
+    },
+    /// Loader knobs swept (`[experiment.loader]`).
+    Loader(LoaderPlan),
+    /// Differential stall attribution for one loader configuration.
+    Stall(LoaderPlan),
+}
+
+/// Where the samples come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DataPlan {
+    /// seeds/000 tensors generated in memory (features and classes of the
+    /// linear model).
+    Tensor { samples: usize },
+    /// A fixed cost per sample: a sleep and/or CPU work.
+    Synthetic {
+        samples: usize,
+        latency_us: u64,
+        cpu_work_rounds: u64,
+    },
+    /// An image directory, or (no `dir`) a generated JPEG set of `samples`
+    /// images of `width × height`.
+    Images {
+        dir: Option<PathBuf>,
+        samples: usize,
+        width: u32,
+        height: u32,
+        resize: u32,
+        flip: bool,
+        random_crop: bool,
+    },
+}
+
+impl DataPlan {
+    pub fn name(&self) -> &'static str {
+        match self {
+            DataPlan::Tensor { .. } => "tensor",
+            DataPlan::Synthetic { .. } => "synthetic",
+            DataPlan::Images { .. } => "images",
+        }
+    }
+}
+
+/// A validated loader experiment (or, for `stall`, one loader configuration).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoaderPlan {
+    pub model: ModelSpec,
+    pub data: DataPlan,
+    pub batch_size: usize,
+    pub workers: Vec<usize>,
+    pub kinds: Vec<WorkerKind>,
+    pub prefetch: Vec<usize>,
+    pub persistent: Vec<bool>,
+    pub pinned: Vec<bool>,
+    pub shuffle: bool,
+    pub drop_last: bool,
+    pub in_order: bool,
+    pub on_bad_sample: OnBadSample,
+}
