@@ -4,6 +4,7 @@
 //! the OOM plausibility check.
 
 mod compare;
+mod key;
 mod metric;
 mod summary;
 mod table;
@@ -11,6 +12,7 @@ mod units;
 mod verdict;
 
 pub use compare::*;
+pub use key::*;
 pub use metric::*;
 pub use summary::*;
 pub use table::*;
