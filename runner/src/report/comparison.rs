@@ -244,7 +244,7 @@ fn md(s: &str) -> String {
 /// min–max of each.
 pub fn render_comparison_compact(c: &BundleComparison, base_name: &str, new_name: &str) -> String {
     let mut out = wrap(
-        &format!("BASE = {base_name}, NEW = {new_name}"),
+        &format!("BASE {base_name} vs NEW {new_name}"),
         "",
         "  ",
         WIDTH,

@@ -104,3 +104,6 @@ pub fn align(header: &[String], rows: &[Vec<String>]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;
