@@ -58,6 +58,8 @@ impl Progress for Bar {
 /// line stays within 100 columns.
 const PROGRESS_MESSAGE: usize = 60;
 const PROGRESS_TEMPLATE: &str = "{bar:16} {pos}/{len} {eta_precise} {msg}";
+// The bar's other fields at their widest: 16 + "9999/9999" + "00:00:00" + 3 spaces.
+const _: () = assert!(16 + 9 + 8 + 3 + PROGRESS_MESSAGE <= text::WIDTH);
 
 /// `loader w2-threads-pf2 repeat 3 diagnostic epoch 2`, the ids cut with `…`
 /// when the whole would pass [`PROGRESS_MESSAGE`] characters.
@@ -307,8 +309,6 @@ mod tests {
         let msg = progress_message("loader", long, 3, TimingMode::Diagnostic, 12);
         assert!(text::width(&msg) <= PROGRESS_MESSAGE, "{msg}");
         assert!(msg.ends_with(" repeat 3 diagnostic epoch 12"), "{msg}");
-        // The bar's other fields at their widest: 16 + "9999/9999" + "00:00:00" + 3 spaces.
-        assert!(16 + 9 + 8 + 3 + PROGRESS_MESSAGE <= text::WIDTH);
         let short = progress_message("compute", "bs64", 1, TimingMode::WholeRun, 1);
         assert_eq!(short, "compute bs64 repeat 1 whole_run epoch 1");
     }

@@ -233,10 +233,7 @@ fn csv_and_json_hold_the_full_tables() {
         cells += t.rows.len() * t.columns.len();
     }
     assert_eq!(csv.lines().count(), 1 + cells, "{csv}");
-    assert!(
-        csv.lines().all(|l| csv_fields(l) == header_fields),
-        "{csv}"
-    );
+    assert!(csv.lines().all(|l| csv_fields(l) == header_fields), "{csv}");
     assert!(csv.contains("loader,w0-pin0,in loop (0 workers),wait share,diagnostic,steady,"));
     let json: serde_json::Value = serde_json::from_str(&render_bundle(&b, Style::Json)).unwrap();
     assert_eq!(
