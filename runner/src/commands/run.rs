@@ -54,12 +54,12 @@ impl Progress for Bar {
 }
 
 /// Characters of the progress message: with the bar's
-/// [`PROGRESS_TEMPLATE`] (16 + counts up to 9999/9999 + eta 8 + spaces) the
+/// [`PROGRESS_TEMPLATE`] (12 + counts up to 9999/9999 + eta 8 + spaces) the
 /// line stays within 100 columns.
-const PROGRESS_MESSAGE: usize = 60;
-const PROGRESS_TEMPLATE: &str = "{bar:16} {pos}/{len} {eta_precise} {msg}";
-// The bar's other fields at their widest: 16 + "9999/9999" + "00:00:00" + 3 spaces.
-const _: () = assert!(16 + 9 + 8 + 3 + PROGRESS_MESSAGE <= text::WIDTH);
+const PROGRESS_MESSAGE: usize = 64;
+const PROGRESS_TEMPLATE: &str = "{bar:12} {pos}/{len} {eta_precise} {msg}";
+// The bar's other fields at their widest: 12 + "9999/9999" + "00:00:00" + 3 spaces.
+const _: () = assert!(12 + 9 + 8 + 3 + PROGRESS_MESSAGE <= text::WIDTH);
 
 /// `loader w2-threads-pf2 repeat 3 diagnostic epoch 2`, the ids cut with `…`
 /// when the whole would pass [`PROGRESS_MESSAGE`] characters.
