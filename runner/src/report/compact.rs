@@ -1,14 +1,16 @@
-//! The default report of a bundle, within 100 columns: per experiment the
+//! The default reports, within 100 columns. A bundle: per experiment the
 //! verdict, then a compact table of the key whole-run figure (with its ratio
 //! to the baseline and the noise flag) and the key diagnostic figure, both
-//! chosen by `analysis::key_columns`. The full table is `--wide`.
+//! chosen by `analysis::key_columns`. A comparison: medians of BASE and NEW,
+//! NEW/BASE and the change. The full tables are `--wide`.
 
 use stallscope_bundle::analysis::{
-    ComparisonTable, MetricKey, TableOptions, comparison_table, key_columns, preferred_phase,
-    show_ratio, verdict,
+    BundleComparison, ComparisonTable, MetricKey, Summary, TableOptions, Unit, comparison_table,
+    key_columns, preferred_phase, show_ratio, verdict,
 };
 use stallscope_bundle::{Bundle, Experiment, Provenance, TimingMode};
 
+use super::comparison::change_text;
 use super::text::{Column, WIDTH, compact_table, wrap};
 
 /// Every experiment of a bundle: title, verdict, compact table.
@@ -144,6 +146,101 @@ fn render_table(
             "  ",
             WIDTH,
         ));
+    }
+    out
+}
+
+/// The two-bundle comparison within 100 columns: medians of BASE and NEW,
+/// NEW/BASE and the change (noise flags on the figures); `--wide` adds the
+/// min–max of each.
+pub fn render_comparison_compact(c: &BundleComparison, base_name: &str, new_name: &str) -> String {
+    let mut out = wrap(
+        &format!("BASE {base_name} vs NEW {new_name}"),
+        "",
+        "  ",
+        WIDTH,
+    );
+    out.push('\n');
+    if !c.environment_differences.is_empty() {
+        out.push_str("WARNING: the two bundles differ in machine or settings:\n");
+        for d in &c.environment_differences {
+            out.push_str(&wrap(
+                &format!("{}: BASE {} | NEW {}", d.field, d.base, d.new),
+                "  ",
+                "    ",
+                WIDTH,
+            ));
+        }
+        out.push('\n');
+    }
+    for e in &c.experiments {
+        let phase = e
+            .phase
+            .map(|p| format!(", {} epochs", p.as_str()))
+            .unwrap_or_default();
+        out.push_str(&wrap(
+            &format!(
+                "[ {} — {}: {} (whole-run{phase}) ]",
+                e.experiment_id,
+                e.title,
+                e.metric.label()
+            ),
+            "",
+            "  ",
+            WIDTH,
+        ));
+        if let Some(note) = &e.note {
+            out.push_str(&wrap(note, "  ", "  ", WIDTH));
+            out.push('\n');
+            continue;
+        }
+        for d in &e.setting_differences {
+            out.push_str(&wrap(
+                &format!(
+                    "setting {} differs: BASE {} vs NEW {}",
+                    d.field, d.base, d.new
+                ),
+                "  ",
+                "    ",
+                WIDTH,
+            ));
+        }
+        let values: Vec<f64> = e
+            .rows
+            .iter()
+            .flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)])
+            .flatten()
+            .collect();
+        let unit = Unit::for_values(e.metric.quantity(), &values);
+        let cell = |s: &Option<Summary>| match s {
+            None => "—".to_string(),
+            Some(s) if s.noisy => format!("{} (! {:.0}%)", unit.show(s.median), s.spread * 100.0),
+            Some(s) => unit.show(s.median),
+        };
+        let rows: Vec<Vec<String>> = e
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.label.clone(),
+                    cell(&r.base),
+                    cell(&r.new),
+                    r.ratio.map(show_ratio).unwrap_or_else(|| "—".into()),
+                    r.note
+                        .clone()
+                        .unwrap_or_else(|| change_text(r.change, c.threshold_percent)),
+                ]
+            })
+            .collect();
+        let cols = [
+            Column::left("configuration", ""),
+            Column::right("BASE", "median"),
+            Column::right("NEW", "median"),
+            Column::right("NEW/BASE", ""),
+            Column::left("", ""),
+        ];
+        out.push_str(&compact_table(&cols, &rows, true));
+        out.push('\n');
     }
     out
 }

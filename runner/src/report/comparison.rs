@@ -1,13 +1,12 @@
-//! The two-bundle comparison (`stallscope compare`): whole-run figures of
-//! BASE and NEW side by side, compact within 100 columns by default, or the
-//! full table with min–max (`--wide`), Markdown, CSV or JSON.
+//! The two-bundle comparison (`stallscope compare`) in full: whole-run
+//! figures of BASE and NEW side by side with min–max, as aligned text
+//! (`--wide`), Markdown, CSV or JSON (the compact default is in `compact`).
 
 use stallscope_bundle::analysis::{BundleComparison, Change, Summary, Unit, csv_field, show_ratio};
 
 use super::align;
-use super::text::{Column, WIDTH, compact_table, wrap};
 
-fn change_text(c: Option<Change>, threshold: f64) -> String {
+pub(super) fn change_text(c: Option<Change>, threshold: f64) -> String {
     match c {
         Some(Change::Faster) => "faster".into(),
         Some(Change::Slower) => format!("SLOWER (beyond {threshold}%)"),
@@ -237,99 +236,4 @@ pub fn render_comparison_json(c: &BundleComparison, base: &str, new: &str) -> se
 
 fn md(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
-}
-
-/// The two-bundle comparison within 100 columns: medians of BASE and NEW,
-/// NEW/BASE and the change (noise flags on the figures); `--wide` adds the
-/// min–max of each.
-pub fn render_comparison_compact(c: &BundleComparison, base_name: &str, new_name: &str) -> String {
-    let mut out = wrap(
-        &format!("BASE {base_name} vs NEW {new_name}"),
-        "",
-        "  ",
-        WIDTH,
-    );
-    out.push('\n');
-    if !c.environment_differences.is_empty() {
-        out.push_str("WARNING: the two bundles differ in machine or settings:\n");
-        for d in &c.environment_differences {
-            out.push_str(&wrap(
-                &format!("{}: BASE {} | NEW {}", d.field, d.base, d.new),
-                "  ",
-                "    ",
-                WIDTH,
-            ));
-        }
-        out.push('\n');
-    }
-    for e in &c.experiments {
-        let phase = e
-            .phase
-            .map(|p| format!(", {} epochs", p.as_str()))
-            .unwrap_or_default();
-        out.push_str(&wrap(
-            &format!(
-                "[ {} — {}: {} (whole-run{phase}) ]",
-                e.experiment_id,
-                e.title,
-                e.metric.label()
-            ),
-            "",
-            "  ",
-            WIDTH,
-        ));
-        if let Some(note) = &e.note {
-            out.push_str(&wrap(note, "  ", "  ", WIDTH));
-            out.push('\n');
-            continue;
-        }
-        for d in &e.setting_differences {
-            out.push_str(&wrap(
-                &format!(
-                    "setting {} differs: BASE {} vs NEW {}",
-                    d.field, d.base, d.new
-                ),
-                "  ",
-                "    ",
-                WIDTH,
-            ));
-        }
-        let values: Vec<f64> = e
-            .rows
-            .iter()
-            .flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)])
-            .flatten()
-            .collect();
-        let unit = Unit::for_values(e.metric.quantity(), &values);
-        let cell = |s: &Option<Summary>| match s {
-            None => "—".to_string(),
-            Some(s) if s.noisy => format!("{} (! {:.0}%)", unit.show(s.median), s.spread * 100.0),
-            Some(s) => unit.show(s.median),
-        };
-        let rows: Vec<Vec<String>> = e
-            .rows
-            .iter()
-            .map(|r| {
-                vec![
-                    r.label.clone(),
-                    cell(&r.base),
-                    cell(&r.new),
-                    r.ratio.map(show_ratio).unwrap_or_else(|| "—".into()),
-                    r.note
-                        .clone()
-                        .unwrap_or_else(|| change_text(r.change, c.threshold_percent)),
-                ]
-            })
-            .collect();
-        let cols = [
-            Column::left("configuration", ""),
-            Column::right("BASE", "median"),
-            Column::right("NEW", "median"),
-            Column::right("NEW/BASE", ""),
-            Column::left("", ""),
-        ];
-        out.push_str(&compact_table(&cols, &rows, true));
-        out.push('\n');
-    }
-    out
 }

@@ -9,7 +9,7 @@ mod comparison;
 mod full;
 pub mod text;
 
-pub use compact::{render_bundle_compact, render_experiment};
+pub use compact::{render_bundle_compact, render_comparison_compact, render_experiment};
 pub use comparison::*;
 pub use full::*;
 
