@@ -26,6 +26,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Run a suite (default: the quickstart preset) and write a result bundle.
     Run(RunArgs),
+    /// Print a saved bundle's report again: the one `run` prints at its end.
+    Report(ReportArgs),
     /// Print what the runner records about the machine and the software.
     Env(EnvArgs),
     /// Per-step timeline of a diagnostic run as Chrome trace-event JSON (for Perfetto).
@@ -79,6 +81,41 @@ pub struct RunArgs {
     /// without it, data of the same shape is generated and recorded as synthetic.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The bundle (JSON), e.g. out/<id>/bundle.json.
+    pub bundle: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// How a report or comparison is printed.
+#[derive(Debug, clap::Args)]
+pub struct OutputArgs {
+    /// Output format: `table` fits 100 columns (verdicts and key figures);
+    /// markdown, csv and json hold every column.
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
+    /// The full table (every column, with min–max) as aligned text, however wide.
+    #[arg(long, conflicts_with = "format")]
+    pub wide: bool,
+}
+
+impl OutputArgs {
+    pub fn style(&self) -> crate::report::Style {
+        use crate::report::Style;
+        match self.format {
+            TableFormat::Table if self.wide => Style::Wide,
+            TableFormat::Table => Style::Compact,
+            TableFormat::Markdown => Style::Markdown,
+            TableFormat::Csv => Style::Csv,
+            TableFormat::Json => Style::Json,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -133,11 +170,10 @@ pub struct CompareArgs {
     /// Regression threshold in percent of whole-run throughput.
     #[arg(long, default_value_t = 5.0)]
     pub threshold: f64,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Shorthand for `--format json`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "wide")]
     pub json: bool,
 }
 
@@ -148,6 +184,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => commands::validate::run(&args),
         Command::Compare(args) => commands::compare::run(&args),
         Command::Run(args) => commands::run::run(&args),
+        Command::Report(args) => commands::report::run(&args),
         Command::Env(args) => commands::env::run(&args),
         Command::Trace(args) => commands::trace::run(&args),
         Command::Site(args) => commands::site::run(&args),

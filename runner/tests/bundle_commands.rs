@@ -254,3 +254,100 @@ fn compare_names_an_unreadable_bundle_and_exits_2() {
         "{err}"
     );
 }
+
+/// Lines of `out` longer than 100 characters (not bytes: `µ`, `–`, `×`).
+fn wider_than_100(out: &str) -> Vec<&str> {
+    out.lines().filter(|l| l.chars().count() > 100).collect()
+}
+
+#[test]
+fn report_prints_a_saved_bundle_within_100_columns() {
+    for bundle in [
+        MEASURED,
+        "measured/wgpu-quick.json",
+        "published/fashionmnist-batch-sweep.json",
+        "published/pytorch-data-loading-tutorial.json",
+    ] {
+        let o = stallscope(&["report", bundle]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{bundle}: {err}");
+        assert!(wider_than_100(&out).is_empty(), "{bundle}:\n{out}");
+        assert!(out.contains("whole-run, "), "{bundle}:\n{out}");
+    }
+    let o = stallscope(&["report", MEASURED]);
+    let (out, _) = text(&o);
+    for needle in [
+        "[ loader — Loader workers on light in-memory data",
+        "Fastest: workers 0",
+        "wait share",
+        "diagnostic, steady",
+        "in loop (0 workers)",
+        "--wide",
+    ] {
+        assert!(out.contains(needle), "{needle}:\n{out}");
+    }
+}
+
+#[test]
+fn report_wide_and_formats_give_the_full_table() {
+    let o = stallscope(&["report", MEASURED, "--wide"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        !wider_than_100(&out).is_empty(),
+        "the full table is wide:\n{out}"
+    );
+    for heading in [
+        "samples/s (whole-run, steady)",
+        "epoch (whole-run, cold) [ms]",
+        "host peak RSS [MiB]",
+        "prefetch estimate",
+        "data readiness",
+    ] {
+        assert!(out.contains(heading), "{heading}:\n{out}");
+    }
+    for (fmt, needle) in [
+        ("markdown", "| configuration |"),
+        (
+            "csv",
+            "experiment,configuration,label,metric,timing_mode,phase,value",
+        ),
+        ("json", "\"experiments\""),
+    ] {
+        let o = stallscope(&["report", MEASURED, "--format", fmt]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{fmt}: {err}");
+        assert!(out.contains(needle), "{fmt}: {out}");
+    }
+    let o = stallscope(&["report", MEASURED, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["experiments"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn report_names_an_unreadable_bundle_and_exits_2() {
+    let o = stallscope(&["report", "no/such/bundle.json"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no/such/bundle.json: cannot read the file"),
+        "{err}"
+    );
+    let o = stallscope(&["report", "bad/truncated.json"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("bad/truncated.json: "), "{err}");
+}
+
+#[test]
+fn compare_fits_100_columns_unless_wide() {
+    let published = "published/fashionmnist-batch-sweep.json";
+    let o = stallscope(&["compare", published, MEASURED]);
+    let (out, _) = text(&o);
+    assert!(out.contains("NEW/BASE"), "{out}");
+    assert!(wider_than_100(&out).is_empty(), "{out}");
+    let o = stallscope(&["compare", published, MEASURED, "--wide"]);
+    let (out, _) = text(&o);
+    assert!(!wider_than_100(&out).is_empty(), "{out}");
+    assert!(out.contains("BASE fashionmnist-batch-sweep |"), "{out}");
+}

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use stallscope_bundle::analysis::compare_bundles;
 
 use crate::bundle_file;
-use crate::cli::{CompareArgs, TableFormat};
+use crate::cli::CompareArgs;
 use crate::report;
 
 pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
@@ -30,37 +30,16 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let (Some(base), Some(new)) = (read(&args.base), read(&args.new)) else {
         return Ok(ExitCode::from(2));
     };
-    let name = |p: &std::path::Path| {
-        p.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let (base_name, new_name) = (name(&args.base), name(&args.new));
     let c = compare_bundles(&base, &new, args.threshold);
-    let format = if args.json {
-        TableFormat::Json
+    let style = if args.json {
+        report::Style::Json
     } else {
-        args.format
+        args.output.style()
     };
-    match format {
-        TableFormat::Table => print!(
-            "{}",
-            report::render_comparison_text(&c, &base_name, &new_name)
-        ),
-        TableFormat::Markdown => print!(
-            "{}",
-            report::render_comparison_markdown(&c, &base_name, &new_name)
-        ),
-        TableFormat::Csv => print!("{}", report::render_comparison_csv(&c)),
-        TableFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&report::render_comparison_json(
-                &c,
-                &args.base.display().to_string(),
-                &args.new.display().to_string()
-            ))?
-        ),
-    }
+    print!(
+        "{}",
+        report::render_comparison(&c, &args.base, &args.new, style)
+    );
     let regressions = c.regressions();
     if regressions.is_empty() {
         Ok(ExitCode::SUCCESS)

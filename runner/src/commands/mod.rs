@@ -1,6 +1,7 @@
 //! One module per subcommand.
 pub mod compare;
 pub mod env;
+pub mod report;
 pub mod run;
 pub mod run_wgpu;
 pub mod serve;

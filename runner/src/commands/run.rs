@@ -18,6 +18,7 @@ use crate::bundle_file::write_atomic;
 use crate::cli::RunArgs;
 use crate::device::{DeviceCtx, DeviceRequest};
 use crate::experiments::{self, Outcome, Progress, RunCtx};
+use crate::report::text;
 use crate::{envinfo, report, suite};
 
 /// Set by Ctrl-C; checked between steps.
@@ -39,9 +40,12 @@ impl Progress for Bar {
         mode: TimingMode,
         epoch: u32,
     ) {
-        self.0.set_message(format!(
-            "{experiment} {configuration} repeat {repeat} {} epoch {epoch}",
-            mode.as_str()
+        self.0.set_message(progress_message(
+            experiment,
+            configuration,
+            repeat,
+            mode,
+            epoch,
         ));
     }
     fn epoch_done(&self) {
@@ -50,6 +54,31 @@ impl Progress for Bar {
     fn planned(&self, epochs: u64) {
         self.0.inc_length(epochs);
     }
+}
+
+/// Characters of the progress message: with the bar's
+/// [`PROGRESS_TEMPLATE`] (12 + counts up to 9999/9999 + eta 8 + spaces) the
+/// line stays within 100 columns.
+const PROGRESS_MESSAGE: usize = 64;
+const PROGRESS_TEMPLATE: &str = "{bar:12} {pos}/{len} {eta_precise} {msg}";
+// The bar's other fields at their widest: 12 + "9999/9999" + "00:00:00" + 3 spaces.
+const _: () = assert!(12 + 9 + 8 + 3 + PROGRESS_MESSAGE <= text::WIDTH);
+
+/// `loader w2-threads-pf2 repeat 3 diagnostic epoch 2`, the ids cut with `…`
+/// when the whole would pass [`PROGRESS_MESSAGE`] characters.
+fn progress_message(
+    experiment: &str,
+    configuration: &str,
+    repeat: u32,
+    mode: TimingMode,
+    epoch: u32,
+) -> String {
+    let tail = format!(" repeat {repeat} {} epoch {epoch}", mode.as_str());
+    let room = PROGRESS_MESSAGE.saturating_sub(text::width(&tail));
+    format!(
+        "{}{tail}",
+        text::fit(&format!("{experiment} {configuration}"), room)
+    )
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -71,10 +100,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ProgressBar::hidden()
     };
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} epochs  eta {eta}  {msg}")
-            .expect("static template"),
-    );
+    bar.set_style(ProgressStyle::with_template(PROGRESS_TEMPLATE).expect("static template"));
     let progress = Bar(bar.clone());
     let options = RunOptions {
         out_dir: args.out.as_deref(),
@@ -91,8 +117,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         failures,
         interrupted,
     } = finished?;
-    print!("{}", report::render_bundle(&bundle));
-    println!("bundle: {}", path.display());
+    print_report(&bundle, &path, args.output.style());
     Ok(exit_code(interrupted, failures))
 }
 
@@ -237,6 +262,17 @@ pub fn run_plan(
     })
 }
 
+/// The report at the end of a run, then where the bundle is: on stdout
+/// after a table, on stderr after Markdown, CSV or JSON so stdout stays that.
+pub(crate) fn print_report(bundle: &Bundle, path: &Path, style: report::Style) {
+    print!("{}", report::render_bundle(bundle, style));
+    let line = format!("bundle: {}", path.display());
+    match style {
+        report::Style::Compact | report::Style::Wide => println!("{line}"),
+        _ => eprintln!("{line}"),
+    }
+}
+
 /// The bundle's status at the end of a run.
 pub(crate) fn final_status(interrupted: bool, failures: usize) -> RunStatus {
     if interrupted {
@@ -318,6 +354,16 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_line_fits_100_columns() {
+        let long = "w2-processes-pf2-pers0-pin0-with-a-much-longer-name-than-any-preset";
+        let msg = progress_message("loader", long, 3, TimingMode::Diagnostic, 12);
+        assert!(text::width(&msg) <= PROGRESS_MESSAGE, "{msg}");
+        assert!(msg.ends_with(" repeat 3 diagnostic epoch 12"), "{msg}");
+        let short = progress_message("compute", "bs64", 1, TimingMode::WholeRun, 1);
+        assert_eq!(short, "compute bs64 repeat 1 whole_run epoch 1");
+    }
 
     #[test]
     fn civil_dates() {

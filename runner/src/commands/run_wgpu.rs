@@ -14,15 +14,15 @@ use stallscope_bundle::{
     SchemaVersion, Seeds, SuiteRecord,
 };
 
-use super::run::{STOP, bundle_id, exit_code, final_status, install_ctrlc};
+use super::run::{STOP, bundle_id, exit_code, final_status, install_ctrlc, print_report};
 use crate::bundle_file::write_atomic;
 use crate::cli::RunArgs;
+use crate::envinfo;
 use crate::models::ModelSpec;
 use crate::suite::{DataSpec, ExperimentPlan, ExperimentSpec, Plan};
 use crate::wgpu_backend::{
     LinearPlan, TransferPlan, WgpuCtx, linear_experiment, transfer_experiment,
 };
-use crate::{envinfo, report};
 
 /// Learning rate of the seeds/000 classifier (SGD 0.01).
 const LINEAR_LR: f32 = 0.01;
@@ -112,8 +112,7 @@ pub fn run(plan: &Plan, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     bundle.status = final_status(interrupted, failures);
     write_atomic(&path, &bundle).with_context(|| format!("writing {}", path.display()))?;
-    print!("{}", report::render_bundle(&bundle));
-    println!("bundle: {}", path.display());
+    print_report(&bundle, &path, args.output.style());
     Ok(exit_code(interrupted, failures))
 }
 

@@ -4,6 +4,7 @@
 //! the OOM plausibility check.
 
 mod compare;
+mod key;
 mod metric;
 mod stages;
 mod summary;
@@ -12,6 +13,7 @@ mod units;
 mod verdict;
 
 pub use compare::*;
+pub use key::*;
 pub use metric::*;
 pub use stages::*;
 pub use summary::*;

@@ -1,116 +1,12 @@
-//! Terminal rendering of the shared analysis: the per-experiment comparison
-//! table (used by `run` at its end) and the two-bundle comparison (used by
-//! `compare`), as aligned text, Markdown, CSV or JSON. No figure is computed
-//! here: everything comes from `stallscope_bundle::analysis`.
+//! The two-bundle comparison (`stallscope compare`) in full: whole-run
+//! figures of BASE and NEW side by side with min–max, as aligned text
+//! (`--wide`), Markdown, CSV or JSON (the compact default is in `compact`).
 
-use stallscope_bundle::analysis::{
-    BundleComparison, Change, ComparisonTable, TableOptions, Unit, comparison_table, csv_field,
-    show_ratio, verdict,
-};
-use stallscope_bundle::{Bundle, Provenance};
+use stallscope_bundle::analysis::{BundleComparison, Change, Summary, Unit, csv_field, show_ratio};
 
-/// Align rows of cells into a text table with a header rule.
-pub fn align(header: &[String], rows: &[Vec<String>]) -> String {
-    let cols = header.len();
-    let mut width = vec![0usize; cols];
-    for row in std::iter::once(header).chain(rows.iter().map(|r| r.as_slice())) {
-        for (i, cell) in row.iter().enumerate().take(cols) {
-            width[i] = width[i].max(cell.chars().count());
-        }
-    }
-    let line = |row: &[String]| {
-        let mut s = String::new();
-        for (i, cell) in row.iter().enumerate().take(cols) {
-            let pad = width[i] - cell.chars().count();
-            if i == 0 {
-                s.push_str(&format!("  {cell}{}", " ".repeat(pad)));
-            } else {
-                s.push_str(&format!(" | {}{cell}", " ".repeat(pad)));
-            }
-        }
-        s.trim_end().to_string()
-    };
-    let mut out = line(header);
-    out.push('\n');
-    out.push_str(&format!(
-        "  {}\n",
-        "-".repeat(width.iter().sum::<usize>() + 3 * (cols - 1))
-    ));
-    for r in rows {
-        out.push_str(&line(r));
-        out.push('\n');
-    }
-    out
-}
+use super::align;
 
-/// One experiment's table as aligned text: median [min–max], `*` best,
-/// ratio to the baseline, `(! N%)` noise flags.
-pub fn render_table(t: &ComparisonTable) -> String {
-    let mut header = vec!["configuration".to_string()];
-    header.extend(t.columns.iter().map(|c| c.heading_with_unit()));
-    let rows: Vec<Vec<String>> = t
-        .rows
-        .iter()
-        .map(|r| {
-            let mut row = vec![r.label.clone()];
-            for (cell, col) in r.cells.iter().zip(&t.columns) {
-                row.push(match cell {
-                    None => "—".into(),
-                    Some(c) => {
-                        let mut s = c.text(&col.unit, true);
-                        if Some(&r.config_id) != t.baseline.as_ref()
-                            && let Some(ratio) = c.ratio_to_baseline
-                        {
-                            s.push_str(&format!(" ({})", show_ratio(ratio)));
-                        }
-                        if c.best {
-                            s = format!("*{s}");
-                        }
-                        s
-                    }
-                });
-            }
-            if let Some(f) = &r.failure {
-                row.push(f.clone());
-            }
-            row
-        })
-        .collect();
-    let mut out = align(&header, &rows);
-    if let Some(b) = &t.baseline {
-        out.push_str(&format!(
-            "  * best of the column; (N×) ratio to the baseline {b}; [min–max] over runs; (! N%) spread over median above 10%.\n"
-        ));
-    }
-    out
-}
-
-/// Every experiment of a bundle: title, verdict, table.
-pub fn render_bundle(b: &Bundle) -> String {
-    let mut out = String::new();
-    if let Provenance::Published { citation, .. } = &b.provenance {
-        out.push_str(&format!(
-            "PUBLISHED figures (not measured here): {}\n\n",
-            citation.title
-        ));
-    }
-    for e in &b.experiments {
-        out.push_str(&format!("[ {} — {} ]\n", e.id, e.title));
-        if let Some(v) = verdict(e) {
-            out.push_str(&format!("  {}\n  ({})\n", v.headline, v.figure));
-        }
-        if !e.configurations.is_empty() {
-            let t = comparison_table(e, &TableOptions::default());
-            if !t.columns.is_empty() {
-                out.push_str(&render_table(&t));
-            }
-        }
-        out.push('\n');
-    }
-    out
-}
-
-fn change_text(c: Option<Change>, threshold: f64) -> String {
+pub(super) fn change_text(c: Option<Change>, threshold: f64) -> String {
     match c {
         Some(Change::Faster) => "faster".into(),
         Some(Change::Slower) => format!("SLOWER (beyond {threshold}%)"),
@@ -178,7 +74,7 @@ pub fn render_comparison_text(c: &BundleComparison, base_name: &str, new_name: &
             .flatten()
             .collect();
         let unit = Unit::for_values(e.metric.quantity(), &values);
-        let cell = |s: &Option<stallscope_bundle::analysis::Summary>| match s {
+        let cell = |s: &Option<Summary>| match s {
             None => "—".to_string(),
             Some(s) => {
                 let mut t = unit.show(s.median);
@@ -260,9 +156,8 @@ pub fn render_comparison_markdown(c: &BundleComparison, base_name: &str, new_nam
             .collect();
         let unit = Unit::for_values(e.metric.quantity(), &values);
         for r in &e.rows {
-            let show = |s: &Option<stallscope_bundle::analysis::Summary>| {
-                s.map(|s| unit.show(s.median)).unwrap_or_else(|| "—".into())
-            };
+            let show =
+                |s: &Option<Summary>| s.map(|s| unit.show(s.median)).unwrap_or_else(|| "—".into());
             out.push_str(&format!(
                 "| {} | {} | {} | {} | {} |\n",
                 md(&r.label),
@@ -287,7 +182,7 @@ pub fn render_comparison_csv(c: &BundleComparison) -> String {
     );
     for e in &c.experiments {
         for r in &e.rows {
-            let num = |s: &Option<stallscope_bundle::analysis::Summary>| match s {
+            let num = |s: &Option<Summary>| match s {
                 Some(s) => format!("{},{},{}", s.median, s.min, s.max),
                 None => ",,".into(),
             };
@@ -310,7 +205,7 @@ pub fn render_comparison_csv(c: &BundleComparison) -> String {
 
 /// The two-bundle comparison as JSON.
 pub fn render_comparison_json(c: &BundleComparison, base: &str, new: &str) -> serde_json::Value {
-    let summary = |s: &Option<stallscope_bundle::analysis::Summary>| {
+    let summary = |s: &Option<Summary>| {
         s.map(|s| serde_json::json!({"median": s.median, "min": s.min, "max": s.max, "n": s.n, "noisy": s.noisy}))
     };
     serde_json::json!({

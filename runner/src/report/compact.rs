@@ -1,0 +1,246 @@
+//! The default reports, within 100 columns. A bundle: per experiment the
+//! verdict, then a compact table of the key whole-run figure (with its ratio
+//! to the baseline and the noise flag) and the key diagnostic figure, both
+//! chosen by `analysis::key_columns`. A comparison: medians of BASE and NEW,
+//! NEW/BASE and the change. The full tables are `--wide`.
+
+use stallscope_bundle::analysis::{
+    BundleComparison, ComparisonTable, MetricKey, Summary, TableOptions, Unit, comparison_table,
+    key_columns, preferred_phase, show_ratio, verdict,
+};
+use stallscope_bundle::{Bundle, Experiment, Provenance, TimingMode};
+
+use super::comparison::change_text;
+use super::text::{Column, WIDTH, compact_table, wrap};
+
+/// Every experiment of a bundle: title, verdict, compact table.
+pub fn render_bundle_compact(b: &Bundle) -> String {
+    let mut out = String::new();
+    if let Provenance::Published { citation, .. } = &b.provenance {
+        out.push_str(&wrap(
+            &format!("PUBLISHED figures (not measured here): {}", citation.title),
+            "",
+            "  ",
+            WIDTH,
+        ));
+        out.push('\n');
+    }
+    for e in &b.experiments {
+        out.push_str(&render_experiment(e));
+        out.push('\n');
+    }
+    out
+}
+
+/// One experiment: `[ id — title ]`, the verdict and its figure, the table.
+pub fn render_experiment(e: &Experiment) -> String {
+    let mut out = wrap(&format!("[ {} — {} ]", e.id, e.title), "", "  ", WIDTH);
+    if let Some(v) = verdict(e) {
+        out.push_str(&wrap(&v.headline, "  ", "  ", WIDTH));
+        out.push_str(&wrap(&format!("({})", v.figure), "  ", "   ", WIDTH));
+    }
+    if e.configurations.is_empty() {
+        return out;
+    }
+    let keys = key_columns(e, preferred_phase(e));
+    let t = comparison_table(
+        e,
+        &TableOptions {
+            columns: Some(keys.keys()),
+            ..TableOptions::default()
+        },
+    );
+    out.push_str(&render_table(&t, keys.whole_run, keys.detail));
+    out
+}
+
+/// `whole-run, steady`, `diagnostic, cold`, `memory, steady`.
+fn mode_and_phase(key: MetricKey) -> String {
+    let mode = if key.metric.is_memory() {
+        "memory"
+    } else {
+        match key.mode {
+            TimingMode::WholeRun => "whole-run",
+            TimingMode::Diagnostic => "diagnostic",
+        }
+    };
+    format!("{mode}, {}", key.phase.as_str())
+}
+
+fn render_table(
+    t: &ComparisonTable,
+    whole_run: Option<MetricKey>,
+    detail: Option<MetricKey>,
+) -> String {
+    let whole = whole_run.and_then(|k| t.column(k));
+    let detail = detail.and_then(|k| t.column(k));
+    let mut cols = vec![Column::left("configuration", "")];
+    if let Some(i) = whole {
+        let key = t.columns[i].key;
+        cols.push(Column::right(key.metric.label(), &mode_and_phase(key)));
+        cols.push(Column::right("ratio", "to base"));
+        cols.push(Column::left("noise", ""));
+    }
+    if let Some(i) = detail {
+        let key = t.columns[i].key;
+        cols.push(Column::right(key.metric.label(), &mode_and_phase(key)));
+    }
+    let is_base = |id: &String| Some(id) == t.baseline.as_ref();
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for r in &t.rows {
+        let mut row = vec![r.label.clone()];
+        if let Some(i) = whole {
+            let (value, ratio, noise) = match &r.cells[i] {
+                None => ("—".to_string(), String::new(), String::new()),
+                Some(c) => (
+                    format!(
+                        "{}{}",
+                        if c.best { "*" } else { "" },
+                        t.columns[i].unit.show(c.value)
+                    ),
+                    if is_base(&r.config_id) {
+                        "base".into()
+                    } else {
+                        c.ratio_to_baseline.map(show_ratio).unwrap_or_default()
+                    },
+                    if c.summary.noisy {
+                        format!("! {:.0}%", c.summary.spread * 100.0)
+                    } else {
+                        String::new()
+                    },
+                ),
+            };
+            row.extend([value, ratio, noise]);
+        }
+        if let Some(i) = detail {
+            row.push(match &r.cells[i] {
+                None => "—".into(),
+                Some(c) => t.columns[i].unit.show(c.value),
+            });
+        }
+        if let Some(f) = &r.failure {
+            failures.push(format!("failed: {}: {f}", r.label));
+        }
+        rows.push(row);
+    }
+    let mut out = String::new();
+    if cols.len() > 1 {
+        out.push_str(&compact_table(&cols, &rows, false));
+    }
+    for f in failures {
+        out.push_str(&wrap(&f, "  ", "    ", WIDTH));
+    }
+    if whole.is_some() {
+        let base = t
+            .baseline
+            .as_ref()
+            .and_then(|b| t.rows.iter().find(|r| &r.config_id == b))
+            .map(|r| r.label.as_str())
+            .unwrap_or("the first row");
+        out.push_str(&wrap(
+            &format!(
+                "* best; ratio to the baseline ({base}); ! spread over median above 10%; --wide: all columns."
+            ),
+            "  ",
+            "  ",
+            WIDTH,
+        ));
+    }
+    out
+}
+
+/// The two-bundle comparison within 100 columns: medians of BASE and NEW,
+/// NEW/BASE and the change (noise flags on the figures); `--wide` adds the
+/// min–max of each.
+pub fn render_comparison_compact(c: &BundleComparison, base_name: &str, new_name: &str) -> String {
+    let mut out = wrap(
+        &format!("BASE {base_name} vs NEW {new_name}"),
+        "",
+        "  ",
+        WIDTH,
+    );
+    out.push('\n');
+    if !c.environment_differences.is_empty() {
+        out.push_str("WARNING: the two bundles differ in machine or settings:\n");
+        for d in &c.environment_differences {
+            out.push_str(&wrap(
+                &format!("{}: BASE {} | NEW {}", d.field, d.base, d.new),
+                "  ",
+                "    ",
+                WIDTH,
+            ));
+        }
+        out.push('\n');
+    }
+    for e in &c.experiments {
+        let phase = e
+            .phase
+            .map(|p| format!(", {} epochs", p.as_str()))
+            .unwrap_or_default();
+        out.push_str(&wrap(
+            &format!(
+                "[ {} — {}: {} (whole-run{phase}) ]",
+                e.experiment_id,
+                e.title,
+                e.metric.label()
+            ),
+            "",
+            "  ",
+            WIDTH,
+        ));
+        if let Some(note) = &e.note {
+            out.push_str(&wrap(note, "  ", "  ", WIDTH));
+            out.push('\n');
+            continue;
+        }
+        for d in &e.setting_differences {
+            out.push_str(&wrap(
+                &format!(
+                    "setting {} differs: BASE {} vs NEW {}",
+                    d.field, d.base, d.new
+                ),
+                "  ",
+                "    ",
+                WIDTH,
+            ));
+        }
+        let values: Vec<f64> = e
+            .rows
+            .iter()
+            .flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)])
+            .flatten()
+            .collect();
+        let unit = Unit::for_values(e.metric.quantity(), &values);
+        let cell = |s: &Option<Summary>| match s {
+            None => "—".to_string(),
+            Some(s) if s.noisy => format!("{} (! {:.0}%)", unit.show(s.median), s.spread * 100.0),
+            Some(s) => unit.show(s.median),
+        };
+        let rows: Vec<Vec<String>> = e
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.label.clone(),
+                    cell(&r.base),
+                    cell(&r.new),
+                    r.ratio.map(show_ratio).unwrap_or_else(|| "—".into()),
+                    r.note
+                        .clone()
+                        .unwrap_or_else(|| change_text(r.change, c.threshold_percent)),
+                ]
+            })
+            .collect();
+        let cols = [
+            Column::left("configuration", ""),
+            Column::right("BASE", "median"),
+            Column::right("NEW", "median"),
+            Column::right("NEW/BASE", ""),
+            Column::left("", ""),
+        ];
+        out.push_str(&compact_table(&cols, &rows, true));
+        out.push('\n');
+    }
+    out
+}
