@@ -188,7 +188,7 @@ impl Unknowns {
                 path,
                 message,
                 format!(
-                    "{expected} (a bundle of format {} has no other values; a newer one may only come from a bundle of a newer minor than {})",
+                    "{expected} (format {} has no other; a value this build does not know is read only from a bundle newer than format {})",
                     self.version,
                     SchemaVersion::CURRENT
                 ),
