@@ -72,8 +72,8 @@ pub struct ComparisonTable {
     pub baseline: Option<String>,
     pub columns: Vec<Column>,
     pub rows: Vec<Row>,
-    /// What a reader must know to read the table: runs left out (a timing
-    /// mode from a newer format), an experiment kind from a newer format.
+    /// What a reader must know to read the table: runs left out because
+    /// their timing mode is from a newer format.
     pub notes: Vec<String>,
 }
 
@@ -246,13 +246,8 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
         });
     }
 
-    let notes = [
-        crate::analysis::verdict::unknown_kind_note(e, None),
-        unknown_mode_note(e),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    // (An unknown experiment kind is said by its verdict, `unknown_kind_note`.)
+    let notes = unknown_mode_note(e).into_iter().collect();
     ComparisonTable {
         experiment_id: e.id.clone(),
         title: e.title.clone(),

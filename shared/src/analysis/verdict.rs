@@ -337,6 +337,16 @@ pub fn unknown_kind_note(e: &Experiment, version: Option<SchemaVersion>) -> Opti
 /// a kind from a newer format gets [`unknown_kind_note`] and its fastest
 /// configuration).
 pub fn verdict(e: &Experiment) -> Option<Verdict> {
+    verdict_at(e, None)
+}
+
+/// [`verdict`], naming the bundle's format version for a kind from a newer
+/// format (the viewer and the CLI have the bundle at hand).
+pub fn verdict_in(e: &Experiment, version: SchemaVersion) -> Option<Verdict> {
+    verdict_at(e, Some(version))
+}
+
+fn verdict_at(e: &Experiment, version: Option<SchemaVersion>) -> Option<Verdict> {
     if let Some(reason) = &e.not_applicable {
         return Some(Verdict {
             headline: format!("Not applicable here: {reason}"),
@@ -349,7 +359,7 @@ pub fn verdict(e: &Experiment) -> Option<Verdict> {
         ExperimentKind::Unknown(_) => {
             let fastest = fastest_verdict(e, phase);
             Some(Verdict {
-                headline: unknown_kind_note(e, None)?,
+                headline: unknown_kind_note(e, version)?,
                 figure: fastest.as_ref().map_or_else(
                     || "no figure this build can judge".to_string(),
                     |v| v.figure.clone(),
