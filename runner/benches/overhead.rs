@@ -107,8 +107,15 @@ fn main() {
             let timed = |trainer: &mut Trainer, feed: &mut dyn Feed| {
                 // The epoch seconds the runner records (synchronized before
                 // and after, counting inside): the same region bare_epoch times.
-                let run = run_epoch(trainer, feed, &ctx, CopyMode::default(), slot, &stop)
-                    .expect("epoch");
+                let run = run_epoch(
+                    trainer,
+                    feed,
+                    &ctx,
+                    CopyMode::default(),
+                    slot.clone(),
+                    &stop,
+                )
+                .expect("epoch");
                 run.whole_run
                     .and_then(|w| w.seconds)
                     .expect("whole-run seconds")

@@ -34,7 +34,7 @@ pub struct CopyMode {
 }
 
 /// Where one epoch sits in the sweep.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct EpochSlot {
     pub mode: TimingMode,
     pub repeat: u32,
@@ -94,7 +94,7 @@ pub fn run_epoch(
 ) -> Result<Run, LoopError> {
     let mut run = Run {
         id: slot.run_id(),
-        timing_mode: slot.mode,
+        timing_mode: slot.mode.clone(),
         repeat: slot.repeat,
         epoch: slot.epoch,
         phase: slot.phase(),
@@ -114,6 +114,7 @@ pub fn run_epoch(
             run.diagnostic = Some(d);
             run.steps = Some(s);
         }
+        TimingMode::Unknown(_) => unreachable!("the runner times whole_run and diagnostic only"),
     }
     run.loader = feed.loader_stats();
     run.memory = Some(ctx.memory());

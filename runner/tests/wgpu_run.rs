@@ -26,7 +26,7 @@ fn the_wgpu_preset_runs_in_both_modes_and_writes_a_valid_bundle() {
         DeviceKind::Wgpu
     );
     assert!(bundle.environment.wgpu.is_some());
-    let kinds: Vec<ExperimentKind> = bundle.experiments.iter().map(|e| e.kind).collect();
+    let kinds: Vec<ExperimentKind> = bundle.experiments.iter().map(|e| e.kind.clone()).collect();
     assert_eq!(
         kinds,
         [ExperimentKind::BatchSweep, ExperimentKind::Transfer]

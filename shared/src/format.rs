@@ -6,7 +6,11 @@
 //!   `#[serde(default)]` and a doc line "Added in format 1.N", with
 //!   [`FORMAT_MINOR`] raised;
 //! - anything a reader of an older minor cannot ignore raises [`FORMAT_MAJOR`];
-//! - unknown fields are ignored when reading, so a newer minor is read.
+//! - unknown fields are ignored when reading, so a newer minor is read;
+//! - the open enums ([`ExperimentKind`], [`TimingMode`], [`Engine`] and the
+//!   kind of [`Failure`]) keep a value this build does not know as text
+//!   (`Unknown`, see [`open`]); [`crate::read`] accepts one only from a
+//!   bundle of a newer minor than [`FORMAT_MINOR`].
 //!
 //! Units: durations in seconds (`*_s`, f64) except per-step arrays, which are
 //! integer nanoseconds (`*_ns`) to keep large bundles small; memory in bytes.
@@ -15,10 +19,15 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod build;
+pub mod open;
+
+pub use open::{FAILURE_KINDS, OpenEnum};
+
 /// The major version this build reads and writes.
 pub const FORMAT_MAJOR: u32 = 1;
 /// The minor version this build writes.
-pub const FORMAT_MINOR: u32 = 0;
+pub const FORMAT_MINOR: u32 = 1;
 
 macro_rules! format_type {
     ($($item:item)*) => {
@@ -284,9 +293,10 @@ format_type! {
         pub configurations: Vec<Configuration>,
     }
 
-    /// The kinds of experiment.
-    #[derive(Copy, Eq, Hash, PartialOrd, Ord)]
-    #[serde(rename_all = "snake_case")]
+    /// The kinds of experiment. A newer minor may add kinds; a reader shows
+    /// one it does not know as a plain table.
+    #[derive(Eq, Hash, PartialOrd, Ord)]
+    #[serde(remote = "Self", rename_all = "snake_case")]
     pub enum ExperimentKind {
         Loader,
         Transfer,
@@ -294,6 +304,10 @@ format_type! {
         BatchSweep,
         OomProbe,
         Stall,
+        /// A kind this build does not know, kept as written (accepted only
+        /// from a bundle of a newer minor). Added in format 1.1.
+        #[serde(skip)]
+        Unknown(String),
     }
 
     /// A parameter value.
@@ -306,15 +320,28 @@ format_type! {
     }
 
     /// One point of an experiment's grid and everything measured for it.
+    /// Build one with [`Configuration::new`] and its `with_*` methods.
+    #[non_exhaustive]
     pub struct Configuration {
         pub id: String,
         pub label: String,
         #[serde(default)]
         pub params: BTreeMap<String, ParamValue>,
+        /// Swept parameters that do not apply to this configuration, each with
+        /// the reason (e.g. `prefetch` at `workers` 0: no worker holds batches
+        /// ahead). Every name in the experiment's `swept` is in `params` or
+        /// here, never in both. Added in format 1.1.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        pub not_applicable: BTreeMap<String, String>,
         /// Bytes of one collated batch (inputs and labels), when known; the
         /// prefetch memory estimate is this × workers × prefetch.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub batch_bytes: Option<u64>,
+        /// Whose loader and training loop produced the runs. Absent means
+        /// `native`: every bundle before format 1.1 was written by the native
+        /// runner ([`Configuration::engine_or_native`]). Added in format 1.1.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub engine: Option<Engine>,
         #[serde(default)]
         pub runs: Vec<Run>,
         /// Set when the configuration failed (OOM, worker error, ...).
@@ -322,9 +349,26 @@ format_type! {
         pub failure: Option<Failure>,
     }
 
+    /// Whose data loader and training loop produced a configuration's runs.
+    /// Added in format 1.1.
+    #[derive(Eq, Hash, PartialOrd, Ord)]
+    #[serde(remote = "Self", rename_all = "snake_case")]
+    pub enum Engine {
+        /// stallscope's own Rust loader and loop (libtorch or wgpu behind it).
+        Native,
+        /// PyTorch's `torch.utils.data.DataLoader` and a Python loop.
+        Pytorch,
+        /// SPDL's pipeline.
+        Spdl,
+        /// An engine this build does not know, kept as written (accepted only
+        /// from a bundle of a newer minor).
+        #[serde(skip)]
+        Unknown(String),
+    }
+
     /// How a run was timed. The two are never averaged together.
-    #[derive(Copy, Eq, Hash, PartialOrd, Ord)]
-    #[serde(rename_all = "snake_case")]
+    #[derive(Eq, Hash, PartialOrd, Ord)]
+    #[serde(remote = "Self", rename_all = "snake_case")]
     pub enum TimingMode {
         /// Synchronized once before and once after the epoch: judges whether
         /// a change helped.
@@ -332,6 +376,11 @@ format_type! {
         /// Synchronized at every stage boundary of every step: finds which
         /// stage waits; its totals are not performance.
         Diagnostic,
+        /// A mode this build does not know, kept as written (accepted only
+        /// from a bundle of a newer minor). Such runs are in no metric: they
+        /// are never mixed with the known modes. Added in format 1.1.
+        #[serde(skip)]
+        Unknown(String),
     }
 
     /// Cold first epoch vs steady later ones.
@@ -518,7 +567,7 @@ format_type! {
     }
 
     /// Why a configuration failed. Recorded as a result, not a crash.
-    #[serde(tag = "kind", rename_all = "snake_case")]
+    #[serde(remote = "Self", tag = "kind", rename_all = "snake_case")]
     pub enum Failure {
         /// The device allocator refused an allocation.
         OutOfMemory(OomFailure),
@@ -536,6 +585,14 @@ format_type! {
         Interrupted { message: String },
         /// Any other error.
         Error { message: String },
+        /// A kind this build does not know, kept with its message when it has
+        /// one (accepted only from a bundle of a newer minor; its other
+        /// fields are not kept). Added in format 1.1.
+        #[serde(skip)]
+        Unknown {
+            kind: String,
+            message: Option<String>,
+        },
     }
 
     /// A recorded out-of-memory error.
@@ -607,17 +664,19 @@ impl std::fmt::Display for SchemaVersion {
 
 impl TimingMode {
     /// The name used in the format and in tables.
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         match self {
             TimingMode::WholeRun => "whole_run",
             TimingMode::Diagnostic => "diagnostic",
+            TimingMode::Unknown(name) => name,
         }
     }
     /// A short label for people.
-    pub fn label(self) -> &'static str {
+    pub fn label(&self) -> &str {
         match self {
             TimingMode::WholeRun => "whole-run",
             TimingMode::Diagnostic => "diagnostic — synchronized at every stage",
+            TimingMode::Unknown(name) => name,
         }
     }
 }
@@ -632,7 +691,7 @@ impl Phase {
 }
 
 impl ExperimentKind {
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         match self {
             ExperimentKind::Loader => "loader",
             ExperimentKind::Transfer => "transfer",
@@ -640,6 +699,32 @@ impl ExperimentKind {
             ExperimentKind::BatchSweep => "batch_sweep",
             ExperimentKind::OomProbe => "oom_probe",
             ExperimentKind::Stall => "stall",
+            ExperimentKind::Unknown(name) => name,
+        }
+    }
+}
+
+impl Engine {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Engine::Native => "native",
+            Engine::Pytorch => "pytorch",
+            Engine::Spdl => "spdl",
+            Engine::Unknown(name) => name,
+        }
+    }
+}
+
+impl Failure {
+    /// The `kind` as written in the format.
+    pub fn kind(&self) -> &str {
+        match self {
+            Failure::OutOfMemory(_) => "out_of_memory",
+            Failure::WorkerError { .. } => "worker_error",
+            Failure::Panic { .. } => "panic",
+            Failure::Interrupted { .. } => "interrupted",
+            Failure::Error { .. } => "error",
+            Failure::Unknown { kind, .. } => kind,
         }
     }
 }
@@ -679,6 +764,11 @@ impl std::fmt::Display for ParamValue {
 impl From<i64> for ParamValue {
     fn from(v: i64) -> Self {
         ParamValue::Int(v)
+    }
+}
+impl From<i32> for ParamValue {
+    fn from(v: i32) -> Self {
+        ParamValue::Int(v.into())
     }
 }
 impl From<u32> for ParamValue {
@@ -729,15 +819,15 @@ impl Bundle {
     }
 }
 
-impl Experiment {
-    pub fn configuration(&self, id: &str) -> Option<&Configuration> {
-        self.configurations.iter().find(|c| c.id == id)
-    }
-}
-
 impl Run {
     /// Samples per second of a whole-run run (the stored figure).
     pub fn whole_run_samples_per_s(&self) -> Option<f64> {
         self.whole_run.as_ref()?.samples_per_s
+    }
+}
+
+impl Experiment {
+    pub fn configuration(&self, id: &str) -> Option<&Configuration> {
+        self.configurations.iter().find(|c| c.id == id)
     }
 }

@@ -5,11 +5,19 @@
 //! Type problems are collected level by level (bundle, each experiment, each
 //! configuration, each run), so one broken run does not hide a problem in
 //! another.
+//!
+//! The open enums of the format keep a value this build does not know
+//! ([`crate::format::open`]); such a value is accepted only from a bundle of
+//! a newer minor than [`FORMAT_MINOR`] (same major). In a bundle of this
+//! build's minor or older it is a type problem at its path, as serde reports
+//! an unknown variant.
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::format::{Bundle, Configuration, Experiment, FORMAT_MAJOR, Run, SchemaVersion};
+use crate::format::{
+    Bundle, Configuration, Experiment, FORMAT_MAJOR, FORMAT_MINOR, OpenEnum, Run, SchemaVersion,
+};
 use crate::validate::{Problem, validate};
 
 /// The largest bundle accepted (bytes). Large enough for about a million
@@ -95,7 +103,11 @@ pub fn parse_bundle(bytes: &[u8]) -> Result<Bundle, ReadError> {
                 .into(),
         });
     };
-    check_version(top.get("schema_version"))?;
+    let version = check_version(top.get("schema_version"))?;
+    let unknown = Unknowns {
+        accepted: version.minor > FORMAT_MINOR,
+        version,
+    };
 
     let mut problems = Vec::new();
     let experiments = take_array(&mut top, "experiments", "$", &mut problems);
@@ -103,7 +115,7 @@ pub fn parse_bundle(bytes: &[u8]) -> Result<Bundle, ReadError> {
     let mut decoded_experiments = Vec::new();
     for (i, exp) in experiments.into_iter().enumerate() {
         let path = format!("$.experiments[{i}]");
-        if let Some(e) = decode_experiment(exp, &path, &mut problems) {
+        if let Some(e) = decode_experiment(exp, &path, unknown, &mut problems) {
             decoded_experiments.push(e);
         }
     }
@@ -127,7 +139,7 @@ pub fn read_bundle(bytes: &[u8]) -> Result<Bundle, ReadError> {
     }
 }
 
-fn check_version(v: Option<&Value>) -> Result<(), ReadError> {
+fn check_version(v: Option<&Value>) -> Result<SchemaVersion, ReadError> {
     let expected = "an object {\"major\": 1, \"minor\": N}".to_string();
     let Some(v) = v else {
         return Err(ReadError::NotABundle {
@@ -154,10 +166,43 @@ fn check_version(v: Option<&Value>) -> Result<(), ReadError> {
             reads: FORMAT_MAJOR,
         });
     }
-    Ok(())
+    Ok(version)
 }
 
-fn decode_experiment(v: Value, path: &str, problems: &mut Vec<Problem>) -> Option<Experiment> {
+/// Whether values of the open enums this build does not know are accepted.
+#[derive(Clone, Copy)]
+struct Unknowns {
+    accepted: bool,
+    version: SchemaVersion,
+}
+
+impl Unknowns {
+    /// Refuse `value` at `path` if it is unknown and the bundle is not newer.
+    fn check(self, value: &impl OpenEnum, path: String, problems: &mut Vec<Problem>) {
+        if self.accepted {
+            return;
+        }
+        if let Some(refusal) = value.refusal() {
+            let (message, expected) = humanize(&refusal);
+            problems.push(Problem::new(
+                path,
+                message,
+                format!(
+                    "{expected} (format {} has no other; a value this build does not know is read only from a bundle newer than format {})",
+                    self.version,
+                    SchemaVersion::CURRENT
+                ),
+            ));
+        }
+    }
+}
+
+fn decode_experiment(
+    v: Value,
+    path: &str,
+    unknown: Unknowns,
+    problems: &mut Vec<Problem>,
+) -> Option<Experiment> {
     let Value::Object(mut obj) = v else {
         problems.push(Problem::new(
             path,
@@ -168,6 +213,7 @@ fn decode_experiment(v: Value, path: &str, problems: &mut Vec<Problem>) -> Optio
     };
     let configs = take_array(&mut obj, "configurations", path, problems);
     let mut exp: Experiment = decode(Value::Object(obj), path, problems)?;
+    unknown.check(&exp.kind, format!("{path}.kind"), problems);
     let mut decoded = Vec::new();
     for (j, c) in configs.into_iter().enumerate() {
         let cpath = format!("{path}.configurations[{j}]");
@@ -184,10 +230,21 @@ fn decode_experiment(v: Value, path: &str, problems: &mut Vec<Problem>) -> Optio
         else {
             continue;
         };
+        if let Some(engine) = &config.engine {
+            unknown.check(engine, format!("{cpath}.engine"), problems);
+        }
+        if let Some(failure) = &config.failure {
+            unknown.check(failure, format!("{cpath}.failure.kind"), problems);
+        }
         config.runs = runs
             .into_iter()
             .enumerate()
-            .filter_map(|(k, r)| decode::<Run>(r, &format!("{cpath}.runs[{k}]"), problems))
+            .filter_map(|(k, r)| {
+                let rpath = format!("{cpath}.runs[{k}]");
+                let run = decode::<Run>(r, &rpath, problems)?;
+                unknown.check(&run.timing_mode, format!("{rpath}.timing_mode"), problems);
+                Some(run)
+            })
             .collect();
         decoded.push(config);
     }

@@ -38,7 +38,7 @@ fn published_table_shows_the_articles_numbers() {
     let t = comparison_table(e, &TableOptions::default());
     assert_eq!(t.phase, Phase::Cold, "the article times one epoch per run");
     let rate = t
-        .column(MetricKey::new(
+        .column(&MetricKey::new(
             Metric::SamplesPerS,
             TimingMode::WholeRun,
             Phase::Cold,
@@ -49,7 +49,7 @@ fn published_table_shows_the_articles_numbers() {
     assert!(cell(6).best, "batch 2048 is the best");
     assert!((cell(3).ratio_to_baseline.unwrap() - 34738.0 / 16062.0).abs() < 1e-12);
     let step = t
-        .column(MetricKey::new(
+        .column(&MetricKey::new(
             Metric::StepTimeS,
             TimingMode::WholeRun,
             Phase::Cold,
@@ -212,26 +212,17 @@ fn barrier_overhead_is_read_per_step() {
 fn prefetch_estimate_is_batch_bytes_times_batches_held_ahead() {
     use stallscope_bundle::{Configuration, ParamValue};
     // methodology.md: 32 MiB × 2 workers × 2 prefetch = 128 MiB.
-    let mut c = Configuration {
-        id: "w2".into(),
-        label: "2 workers".into(),
-        params: [
-            ("workers".to_string(), ParamValue::Int(2)),
-            ("prefetch".to_string(), ParamValue::Int(2)),
-        ]
-        .into_iter()
-        .collect(),
-        batch_bytes: Some(32 << 20),
-        runs: Vec::new(),
-        failure: None,
-    };
+    let mut c = Configuration::new("w2", "2 workers")
+        .with_param("workers", 2)
+        .with_param("prefetch", 2)
+        .with_batch_bytes(32 << 20);
     assert_eq!(prefetch_estimate_bytes(&c), Some(128 << 20));
     let key = MetricKey::new(
         Metric::PrefetchEstimateBytes,
         TimingMode::WholeRun,
         Phase::Steady,
     );
-    assert_eq!(metric_value(&c, key), Some((128u64 << 20) as f64));
+    assert_eq!(metric_value(&c, &key), Some((128u64 << 20) as f64));
     c.params.insert("workers".into(), ParamValue::Int(0));
     assert_eq!(
         prefetch_estimate_bytes(&c),

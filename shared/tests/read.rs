@@ -16,7 +16,7 @@ fn read_fixture(rel: &str) -> Vec<u8> {
 #[test]
 fn every_good_fixture_reads_validates_and_round_trips() {
     let mut seen = 0;
-    for dir in ["published", "measured"] {
+    for dir in ["published", "measured", "newer-minor"] {
         for entry in std::fs::read_dir(fixtures().join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_none_or(|e| e != "json") {

@@ -242,10 +242,11 @@ pub fn train_unit(
         let mut feed = make_feed()?;
         warm_up(&mut trainer, rc.device, batch_size)?;
         for epoch in 0..epochs {
-            rc.progress.epoch(exp_id, config_id, repeat, mode, epoch);
+            rc.progress
+                .epoch(exp_id, config_id, repeat, mode.clone(), epoch);
             rc.device.reset_peaks();
             let slot = EpochSlot {
-                mode,
+                mode: mode.clone(),
                 repeat,
                 epoch,
             };
@@ -265,13 +266,10 @@ pub fn train_unit(
 pub fn batch_size_configurations(batch_sizes: &[i64], bytes_per_sample: u64) -> Vec<Configuration> {
     batch_sizes
         .iter()
-        .map(|&b| Configuration {
-            id: format!("bs{b}"),
-            label: batch_label(b),
-            params: [("batch_size".to_string(), ParamValue::Int(b))].into(),
-            batch_bytes: Some(bytes_per_sample * b as u64),
-            runs: Vec::new(),
-            failure: None,
+        .map(|&b| {
+            Configuration::new(format!("bs{b}"), batch_label(b))
+                .with_param("batch_size", ParamValue::Int(b))
+                .with_batch_bytes(bytes_per_sample * b as u64)
         })
         .collect()
 }

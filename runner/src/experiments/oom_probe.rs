@@ -102,16 +102,11 @@ pub fn drive(
             .epoch(&plan.id, &format!("bs{batch}"), 0, TimingMode::WholeRun, 0);
         let probe = probe(model, batch, index, memory_fraction, rc);
         rc.progress.epoch_done();
-        let mut config = Configuration {
-            id: format!("bs{batch}"),
-            label: batch_label(batch),
-            params: [("batch_size".to_string(), ParamValue::Int(batch))].into(),
-            batch_bytes: Some(
+        let mut config = Configuration::new(format!("bs{batch}"), batch_label(batch))
+            .with_param("batch_size", ParamValue::Int(batch))
+            .with_batch_bytes(
                 (model.input_shape().iter().product::<i64>() * 4 + 8) as u64 * batch as u64,
-            ),
-            runs: Vec::new(),
-            failure: None,
-        };
+            );
         let fit = match probe {
             Probe::Fit(run) => {
                 // The cap is applied through the allocator's settings at run

@@ -132,9 +132,8 @@ impl GridExperiment for Transfer {
             configurations: self
                 .grid
                 .iter()
-                .map(|p| Configuration {
-                    id: p.id(),
-                    label: format!(
+                .map(|p| {
+                    let label = format!(
                         "{} KiB, {}, {}",
                         p.size_bytes / 1024,
                         if p.pinned { "pinned" } else { "pageable" },
@@ -143,19 +142,12 @@ impl GridExperiment for Transfer {
                         } else {
                             "blocking"
                         }
-                    ),
-                    params: [
-                        (
-                            "size_bytes".to_string(),
-                            ParamValue::Int(p.size_bytes as i64),
-                        ),
-                        ("pinned".to_string(), p.pinned.into()),
-                        ("non_blocking".to_string(), p.non_blocking.into()),
-                    ]
-                    .into(),
-                    batch_bytes: Some(p.size_bytes),
-                    runs: Vec::new(),
-                    failure: None,
+                    );
+                    Configuration::new(p.id(), label)
+                        .with_param("size_bytes", ParamValue::Int(p.size_bytes as i64))
+                        .with_param("pinned", p.pinned)
+                        .with_param("non_blocking", p.non_blocking)
+                        .with_batch_bytes(p.size_bytes)
                 })
                 .collect(),
         }
@@ -198,16 +190,17 @@ impl GridExperiment for Transfer {
         let mut runs = Vec::new();
         for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
             for epoch in 0..self.epochs {
-                rc.progress.epoch(&self.id, &p.id(), repeat, mode, epoch);
+                rc.progress
+                    .epoch(&self.id, &p.id(), repeat, mode.clone(), epoch);
                 ctx.reset_peaks();
                 let slot = EpochSlot {
-                    mode,
+                    mode: mode.clone(),
                     repeat,
                     epoch,
                 };
                 let mut run = Run {
                     id: slot.run_id(),
-                    timing_mode: mode,
+                    timing_mode: mode.clone(),
                     repeat,
                     epoch,
                     phase: if epoch == 0 {
@@ -224,7 +217,7 @@ impl GridExperiment for Transfer {
                 };
                 let copies = u64::from(self.copies);
                 let bytes = copies * p.size_bytes;
-                match mode {
+                match &mode {
                     TimingMode::WholeRun => {
                         ctx.synchronize();
                         let t0 = Instant::now();
@@ -267,6 +260,9 @@ impl GridExperiment for Transfer {
                         run.diagnostic =
                             Some(diagnostic_from_series(&s, seconds, copies, bytes, None));
                         run.steps = Some(s);
+                    }
+                    TimingMode::Unknown(_) => {
+                        unreachable!("the runner times whole_run and diagnostic only")
                     }
                 }
                 run.memory = Some(ctx.memory());

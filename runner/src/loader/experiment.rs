@@ -444,14 +444,9 @@ impl GridExperiment for LoaderExperiment {
                     params.insert("persistent".into(), p.persistent.into());
                 }
                 params.insert("pinned".into(), p.pinned.into());
-                Configuration {
-                    id: Self::point_id(p),
-                    label: self.label(p),
-                    params,
-                    batch_bytes: Some(self.common.batch_bytes()),
-                    runs: Vec::new(),
-                    failure: None,
-                }
+                Configuration::new(Self::point_id(p), self.label(p))
+                    .with_params(params)
+                    .with_batch_bytes(self.common.batch_bytes())
             })
             .collect::<Vec<_>>();
         Experiment {

@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use stallscope_bundle::{Configuration, Experiment, ExperimentKind, LoaderStats, ParamValue, Run};
+use stallscope_bundle::{Configuration, Experiment, ExperimentKind, LoaderStats, Run};
 
 use super::experiment::{Common, Point, native_feed, recorded};
 use super::native_feed::{NativeFeed, Pinning};
@@ -164,13 +164,10 @@ impl GridExperiment for StallExperiment {
             not_applicable: None,
             configurations: WAYS
                 .iter()
-                .map(|(id, label)| Configuration {
-                    id: (*id).into(),
-                    label: (*label).into(),
-                    params: [("source".to_string(), ParamValue::from(*id))].into(),
-                    batch_bytes: Some(self.common.batch_bytes()),
-                    runs: Vec::new(),
-                    failure: None,
+                .map(|(id, label)| {
+                    Configuration::new(*id, *label)
+                        .with_param("source", *id)
+                        .with_batch_bytes(self.common.batch_bytes())
                 })
                 .collect(),
         }

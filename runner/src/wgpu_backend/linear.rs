@@ -371,7 +371,7 @@ fn epoch(
     let started = Instant::now();
     let mut run = Run {
         id,
-        timing_mode: mode,
+        timing_mode: mode.clone(),
         repeat,
         epoch,
         phase,
@@ -382,7 +382,7 @@ fn epoch(
         loader: None,
         steps: None,
     };
-    match mode {
+    match &mode {
         TimingMode::WholeRun => {
             for ids in batches {
                 gather(x, y, features, ids, &mut xb, &mut yb);
@@ -429,6 +429,7 @@ fn epoch(
                 run.steps = Some(series);
             }
         }
+        TimingMode::Unknown(_) => unreachable!("the runner times whole_run and diagnostic only"),
     }
     run.memory = Some(Memory {
         host_peak_rss_bytes: host_peak_rss_bytes(),
@@ -493,15 +494,10 @@ pub fn linear_experiment(
         configurations: plan
             .batch_sizes
             .iter()
-            .map(|b| Configuration {
-                id: format!("bs{b}"),
-                label: format!("batch {b}"),
-                params: [("batch_size".to_string(), ParamValue::from(*b))]
-                    .into_iter()
-                    .collect(),
-                batch_bytes: Some(u64::from(*b) * (u64::from(plan.features) * 4 + 4)),
-                runs: Vec::new(),
-                failure: None,
+            .map(|b| {
+                Configuration::new(format!("bs{b}"), format!("batch {b}"))
+                    .with_param("batch_size", *b)
+                    .with_batch_bytes(u64::from(*b) * (u64::from(plan.features) * 4 + 4))
             })
             .collect(),
     };
@@ -534,7 +530,7 @@ pub fn linear_experiment(
                             &x,
                             &y,
                             &batches,
-                            mode,
+                            mode.clone(),
                             repeat,
                             e,
                             plan.record_steps,
@@ -658,7 +654,7 @@ mod tests {
             assert!(c.failure.is_none(), "{:?}", c.failure);
             assert_eq!(c.runs.len(), 2 * 2 * 2, "repeats × modes × epochs");
             for r in &c.runs {
-                match r.timing_mode {
+                match &r.timing_mode {
                     TimingMode::WholeRun => {
                         let w = r.whole_run.as_ref().unwrap();
                         assert_eq!(w.samples, Some(512));
@@ -679,6 +675,7 @@ mod tests {
                             512 / c.params["batch_size"].as_f64().unwrap() as usize
                         );
                     }
+                    TimingMode::Unknown(m) => panic!("unexpected timing mode {m}"),
                 }
             }
         }

@@ -46,7 +46,7 @@ fn one_size(ctx: &WgpuCtx, size: u64, copies: u32, repeat: u32) -> Result<Vec<Ru
     for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
         let mut run = Run {
             id: format!("{}-r{repeat}", mode.as_str()),
-            timing_mode: mode,
+            timing_mode: mode.clone(),
             repeat,
             epoch: 0,
             phase: Phase::Steady,
@@ -59,7 +59,7 @@ fn one_size(ctx: &WgpuCtx, size: u64, copies: u32, repeat: u32) -> Result<Vec<Ru
         };
         ctx.wait()?;
         let started = Instant::now();
-        match mode {
+        match &mode {
             TimingMode::WholeRun => {
                 for _ in 0..copies {
                     ctx.queue.write_buffer(&buf, 0, &host);
@@ -98,6 +98,9 @@ fn one_size(ctx: &WgpuCtx, size: u64, copies: u32, repeat: u32) -> Result<Vec<Ru
                     bytes,
                     None,
                 ));
+            }
+            TimingMode::Unknown(_) => {
+                unreachable!("the runner times whole_run and diagnostic only")
             }
         }
         run.memory = Some(Memory {
@@ -139,15 +142,13 @@ pub fn transfer_experiment(
         configurations: plan
             .sizes_bytes
             .iter()
-            .map(|s| Configuration {
-                id: format!("size{s}"),
-                label: stallscope_bundle::analysis::show_bytes(*s as f64),
-                params: [("size_bytes".to_string(), ParamValue::Int(*s as i64))]
-                    .into_iter()
-                    .collect(),
-                batch_bytes: Some(*s),
-                runs: Vec::new(),
-                failure: None,
+            .map(|s| {
+                Configuration::new(
+                    format!("size{s}"),
+                    stallscope_bundle::analysis::show_bytes(*s as f64),
+                )
+                .with_param("size_bytes", ParamValue::Int(*s as i64))
+                .with_batch_bytes(*s)
             })
             .collect(),
     };

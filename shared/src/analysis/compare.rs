@@ -129,7 +129,7 @@ fn compare_experiment(
     out.setting_differences = map_differences(&b.settings, &n.settings);
     // The phase both sides have whole-run figures for: steady first.
     let has =
-        |e: &Experiment, p: Phase| has_metric(e, MetricKey::new(metric, TimingMode::WholeRun, p));
+        |e: &Experiment, p: Phase| has_metric(e, &MetricKey::new(metric, TimingMode::WholeRun, p));
     let phase = [Phase::Steady, Phase::Cold]
         .into_iter()
         .find(|p| has(b, *p) && has(n, *p));
@@ -149,8 +149,8 @@ fn compare_experiment(
         let bc = b.configuration(cid);
         let nc = n.configuration(cid);
         let label = bc.or(nc).map(|c| c.label.clone()).unwrap_or_default();
-        let bs = bc.and_then(|c| metric_summary(c, key));
-        let ns = nc.and_then(|c| metric_summary(c, key));
+        let bs = bc.and_then(|c| metric_summary(c, &key));
+        let ns = nc.and_then(|c| metric_summary(c, &key));
         let mut row = CompareRow {
             config_id: cid.to_string(),
             label,
@@ -187,7 +187,7 @@ fn compare_experiment(
                 });
             }
             _ => {
-                row.note = Some(side_note(bc, nc, key));
+                row.note = Some(side_note(bc, nc, &key));
             }
         }
         out.rows.push(row);
@@ -195,7 +195,7 @@ fn compare_experiment(
     out
 }
 
-fn side_note(bc: Option<&Configuration>, nc: Option<&Configuration>, key: MetricKey) -> String {
+fn side_note(bc: Option<&Configuration>, nc: Option<&Configuration>, key: &MetricKey) -> String {
     let describe = |c: Option<&Configuration>, side: &str| -> Option<String> {
         let c = match c {
             None => return Some(format!("{side} has no such configuration")),
@@ -212,9 +212,9 @@ fn side_note(bc: Option<&Configuration>, nc: Option<&Configuration>, key: Metric
         if metric_values(c, key).is_empty() {
             let diag = MetricKey {
                 mode: TimingMode::Diagnostic,
-                ..key
+                ..key.clone()
             };
-            if !metric_values(c, diag).is_empty() {
+            if !metric_values(c, &diag).is_empty() {
                 let reason = key
                     .comparable_with(&diag)
                     .err()
@@ -240,12 +240,12 @@ fn not_comparable_note(b: &Experiment, n: &Experiment, metric: Metric) -> String
     let whole = |e: &Experiment| {
         [Phase::Steady, Phase::Cold]
             .into_iter()
-            .any(|p| has_metric(e, MetricKey::new(metric, TimingMode::WholeRun, p)))
+            .any(|p| has_metric(e, &MetricKey::new(metric, TimingMode::WholeRun, p)))
     };
     let diag = |e: &Experiment| {
         [Phase::Steady, Phase::Cold]
             .into_iter()
-            .any(|p| has_metric(e, MetricKey::new(metric, TimingMode::Diagnostic, p)))
+            .any(|p| has_metric(e, &MetricKey::new(metric, TimingMode::Diagnostic, p)))
     };
     if whole(b) != whole(n) && (diag(b) || diag(n)) {
         let a = MetricKey::new(metric, TimingMode::WholeRun, Phase::Steady);

@@ -1,8 +1,10 @@
 //! Metrics: what can be read off a configuration's runs, keyed by timing mode
-//! and phase so a diagnostic figure is never taken for a whole-run one.
+//! and phase so a diagnostic figure is never taken for a whole-run one. Runs
+//! of a timing mode from a newer format (`TimingMode::Unknown`) are in no
+//! metric ([`unknown_mode_note`]).
 
 use crate::analysis::summary::Summary;
-use crate::format::{Configuration, Experiment, Phase, Run, StageStat, TimingMode};
+use crate::format::{Configuration, Experiment, OpenEnum, Phase, Run, StageStat, TimingMode};
 
 /// What kind of quantity a metric is (drives units and formatting).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,7 +71,7 @@ pub enum Aggregate {
 }
 
 /// A metric read from runs of one timing mode and one phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MetricKey {
     pub metric: Metric,
     pub mode: TimingMode,
@@ -87,10 +89,11 @@ impl MetricKey {
 
     /// Short column heading, with the mode and phase made explicit.
     pub fn heading(&self) -> String {
-        let mode = match (self.metric.is_memory(), self.mode) {
-            (true, _) => "",
-            (false, TimingMode::WholeRun) => " (whole-run",
-            (false, TimingMode::Diagnostic) => " (diagnostic",
+        let mode = match (self.metric.is_memory(), &self.mode) {
+            (true, _) => String::new(),
+            (false, TimingMode::WholeRun) => " (whole-run".to_string(),
+            (false, TimingMode::Diagnostic) => " (diagnostic".to_string(),
+            (false, TimingMode::Unknown(name)) => format!(" ({name}"),
         };
         if mode.is_empty() {
             self.metric.label().to_string()
@@ -282,8 +285,12 @@ impl Metric {
         }
     }
 
-    /// Read the metric off one run (already filtered by mode and phase).
+    /// Read the metric off one run (already filtered by mode and phase; a
+    /// run of an unknown mode gives nothing).
     pub fn of_run(self, r: &Run) -> Option<f64> {
+        if r.timing_mode.unknown().is_some() {
+            return None;
+        }
         use Metric::*;
         let stat = |s: &Option<StageStat>, f: fn(&StageStat) -> Option<f64>| s.as_ref().and_then(f);
         let d = r.diagnostic.as_ref();
@@ -295,18 +302,22 @@ impl Metric {
                     let d = d?;
                     Some(d.samples? as f64 / d.seconds.filter(|s| *s > 0.0)?)
                 }
+                TimingMode::Unknown(_) => None,
             },
             EpochS => match r.timing_mode {
                 TimingMode::WholeRun => w?.seconds,
                 TimingMode::Diagnostic => d?.seconds,
+                TimingMode::Unknown(_) => None,
             },
             BytesPerS => match r.timing_mode {
                 TimingMode::WholeRun => Some(w?.bytes? as f64 / w?.seconds.filter(|s| *s > 0.0)?),
                 TimingMode::Diagnostic => Some(d?.bytes? as f64 / d?.seconds.filter(|s| *s > 0.0)?),
+                TimingMode::Unknown(_) => None,
             },
             Steps => match r.timing_mode {
                 TimingMode::WholeRun => w?.steps.map(|s| s as f64),
                 TimingMode::Diagnostic => d?.steps.map(|s| s as f64),
+                TimingMode::Unknown(_) => None,
             },
             StepTimeS => match r.timing_mode {
                 TimingMode::WholeRun => {
@@ -314,7 +325,7 @@ impl Metric {
                     w.step_s
                         .or_else(|| Some(w.seconds? / w.steps.filter(|n| *n > 0)? as f64))
                 }
-                TimingMode::Diagnostic => None,
+                TimingMode::Diagnostic | TimingMode::Unknown(_) => None,
             },
             NextWaitMeanS => stat(&d?.next_wait, |s| s.mean_s),
             NextWaitMedianS => stat(&d?.next_wait, |s| s.median_s),
@@ -361,17 +372,47 @@ impl Metric {
 }
 
 /// The runs of a configuration that a key reads. Memory metrics read every
-/// run of the phase whatever its mode (a peak is a peak); every other metric
-/// reads only runs of its own timing mode.
-pub fn runs_for<'a>(c: &'a Configuration, key: MetricKey) -> impl Iterator<Item = &'a Run> + 'a {
+/// run of the phase whatever its known mode (a peak is a peak); every other
+/// metric reads only runs of its own timing mode. A run of a mode this build
+/// does not know is never read.
+pub fn runs_for<'a>(
+    c: &'a Configuration,
+    key: &'a MetricKey,
+) -> impl Iterator<Item = &'a Run> + 'a {
     c.runs.iter().filter(move |r| {
-        r.phase == key.phase && (key.metric.is_memory() || r.timing_mode == key.mode)
+        r.phase == key.phase
+            && r.timing_mode.unknown().is_none()
+            && (key.metric.is_memory() || r.timing_mode == key.mode)
+    })
+}
+
+/// The note for runs left out of every figure because their timing mode is
+/// from a newer format (`None` when there are none).
+pub fn unknown_mode_note(e: &Experiment) -> Option<String> {
+    let mut modes: Vec<&str> = Vec::new();
+    let mut count = 0;
+    for r in e.configurations.iter().flat_map(|c| &c.runs) {
+        if let Some(name) = r.timing_mode.unknown() {
+            count += 1;
+            if !modes.contains(&name) {
+                modes.push(name);
+            }
+        }
+    }
+    (count > 0).then(|| {
+        let names: Vec<String> = modes.iter().map(|m| format!("{m:?}")).collect();
+        format!(
+            "{count} run{} of timing mode {} (from a newer format) {} in no figure here: a mode this build does not know is never mixed with whole-run or diagnostic figures.",
+            if count == 1 { "" } else { "s" },
+            names.join(", "),
+            if count == 1 { "is" } else { "are" },
+        )
     })
 }
 
 /// Every value of a metric across a configuration's matching runs (the
 /// prefetch estimate, which no run measures, is one value per configuration).
-pub fn metric_values(c: &Configuration, key: MetricKey) -> Vec<f64> {
+pub fn metric_values(c: &Configuration, key: &MetricKey) -> Vec<f64> {
     if key.metric == Metric::PrefetchEstimateBytes {
         return prefetch_estimate_bytes(c)
             .map(|b| b as f64)
@@ -384,12 +425,12 @@ pub fn metric_values(c: &Configuration, key: MetricKey) -> Vec<f64> {
 }
 
 /// Summary of a metric over a configuration's matching runs.
-pub fn metric_summary(c: &Configuration, key: MetricKey) -> Option<Summary> {
+pub fn metric_summary(c: &Configuration, key: &MetricKey) -> Option<Summary> {
     Summary::of(&metric_values(c, key))
 }
 
 /// The single figure a metric gives for a configuration (median, or max for peaks).
-pub fn metric_value(c: &Configuration, key: MetricKey) -> Option<f64> {
+pub fn metric_value(c: &Configuration, key: &MetricKey) -> Option<f64> {
     let s = metric_summary(c, key)?;
     Some(match key.metric.aggregate() {
         Aggregate::Median => s.median,
@@ -422,7 +463,7 @@ pub fn throughput_metric(e: &Experiment) -> Metric {
 }
 
 /// Whether any configuration has a value for the key.
-pub fn has_metric(e: &Experiment, key: MetricKey) -> bool {
+pub fn has_metric(e: &Experiment, key: &MetricKey) -> bool {
     e.configurations
         .iter()
         .any(|c| !metric_values(c, key).is_empty())

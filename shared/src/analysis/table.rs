@@ -1,7 +1,10 @@
 //! The comparison table of one experiment, in the manner of
 //! `torch.utils.benchmark.Compare`: configurations as rows, one metric (and
 //! one unit) per column, the best cell marked, every other cell as a ratio to
-//! a baseline the reader picks, median with min–max, and noise flags.
+//! a baseline the reader picks, median with min–max, and noise flags. A
+//! swept knob that does not apply to a configuration is "—" with its reason
+//! in the footnotes; an experiment of a kind from a newer format gets the
+//! plain columns of whatever it measured.
 
 use crate::analysis::metric::*;
 use crate::analysis::summary::Summary;
@@ -50,8 +53,11 @@ pub struct Cell {
 pub struct Row {
     pub config_id: String,
     pub label: String,
-    /// The swept parameters' values, in `swept` order.
+    /// The swept parameters' values, in `swept` order; one that does not
+    /// apply to this configuration (or is absent) is [`NOT_APPLICABLE`].
     pub params: Vec<(String, String)>,
+    /// The swept parameters that do not apply here, with the reason.
+    pub not_applicable: Vec<(String, String)>,
     /// The failure recorded for the configuration, as text.
     pub failure: Option<String>,
     pub cells: Vec<Option<Cell>>,
@@ -66,7 +72,13 @@ pub struct ComparisonTable {
     pub baseline: Option<String>,
     pub columns: Vec<Column>,
     pub rows: Vec<Row>,
+    /// What a reader must know to read the table: runs left out because
+    /// their timing mode is from a newer format.
+    pub notes: Vec<String>,
 }
+
+/// The text of a cell that does not apply.
+pub const NOT_APPLICABLE: &str = "—";
 
 /// Options of [`comparison_table`].
 #[derive(Debug, Clone, Default)]
@@ -130,9 +142,19 @@ pub fn default_columns(e: &Experiment, phase: Phase) -> Vec<MetricKey> {
             mem(PeakAllocatedBytes),
             mem(PeakReservedBytes),
         ],
+        // A kind from a newer format: the plain figures it has.
+        ExperimentKind::Unknown(_) => vec![
+            w(SamplesPerS),
+            w(EpochS),
+            w(StepTimeS),
+            d(StepMedianS),
+            d(NextWaitMeanS),
+            mem(PeakAllocatedBytes),
+            mem(HostPeakRssBytes),
+        ],
     };
     keys.dedup();
-    keys.retain(|k| has_metric(e, *k));
+    keys.retain(|k| has_metric(e, k));
     keys
 }
 
@@ -160,7 +182,15 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
             params: e
                 .swept
                 .iter()
-                .filter_map(|p| c.params.get(p).map(|v| (p.clone(), v.to_string())))
+                .map(|p| {
+                    let v = c.params.get(p).map(|v| v.to_string());
+                    (p.clone(), v.unwrap_or_else(|| NOT_APPLICABLE.to_string()))
+                })
+                .collect(),
+            not_applicable: e
+                .swept
+                .iter()
+                .filter_map(|p| Some((p.clone(), c.not_applicable.get(p)?.clone())))
                 .collect(),
             failure: c.failure.as_ref().map(failure_text),
             cells: Vec::new(),
@@ -171,12 +201,12 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
         let summaries: Vec<Option<Summary>> = e
             .configurations
             .iter()
-            .map(|c| metric_summary(c, key))
+            .map(|c| metric_summary(c, &key))
             .collect();
         let values: Vec<Option<f64>> = e
             .configurations
             .iter()
-            .map(|c| metric_value(c, key))
+            .map(|c| metric_value(c, &key))
             .collect();
         let present: Vec<f64> = values.iter().flatten().copied().collect();
         let higher = key.metric.higher_is_better();
@@ -208,14 +238,16 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
             row.cells.push(cell);
         }
         columns.push(Column {
-            key,
             heading: key.heading(),
             unit: Unit::for_values(key.metric.quantity(), &present),
             higher_is_better: higher,
             explanation: key.metric.explanation(),
+            key,
         });
     }
 
+    // (An unknown experiment kind is said by its verdict, `unknown_kind_note`.)
+    let notes = unknown_mode_note(e).into_iter().collect();
     ComparisonTable {
         experiment_id: e.id.clone(),
         title: e.title.clone(),
@@ -223,6 +255,7 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
         baseline,
         columns,
         rows,
+        notes,
     }
 }
 
@@ -290,6 +323,10 @@ pub fn failure_text(f: &Failure) -> String {
         Failure::Panic { message } => format!("panicked: {message}"),
         Failure::Interrupted { message } => format!("interrupted: {message}"),
         Failure::Error { message } => format!("error: {message}"),
+        Failure::Unknown { kind, message } => match message {
+            Some(m) => format!("{kind} (a failure kind from a newer format): {m}"),
+            None => format!("{kind} (a failure kind from a newer format)"),
+        },
     }
 }
 
@@ -323,8 +360,23 @@ impl Column {
 
 impl ComparisonTable {
     /// Index of a column by key.
-    pub fn column(&self, key: MetricKey) -> Option<usize> {
-        self.columns.iter().position(|c| c.key == key)
+    pub fn column(&self, key: &MetricKey) -> Option<usize> {
+        self.columns.iter().position(|c| &c.key == key)
+    }
+
+    /// Lines to print under the table: its notes, then one line per swept
+    /// knob that does not apply to a configuration, with the reason.
+    pub fn footnotes(&self) -> Vec<String> {
+        let mut out = self.notes.clone();
+        for r in &self.rows {
+            for (name, reason) in &r.not_applicable {
+                out.push(format!(
+                    "{NOT_APPLICABLE} {name} does not apply to {}: {reason}",
+                    r.label
+                ));
+            }
+        }
+        out
     }
 
     /// The table as GitHub Markdown (medians, ratios to the baseline, best in bold).
@@ -366,6 +418,13 @@ impl ComparisonTable {
                 out.push_str(&format!(" {} |", escape_md(f)));
             }
             out.push('\n');
+        }
+        let footnotes = self.footnotes();
+        if !footnotes.is_empty() {
+            out.push('\n');
+            for f in footnotes {
+                out.push_str(&format!("{}  \n", escape_md(&f)));
+            }
         }
         out
     }

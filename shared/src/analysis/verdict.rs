@@ -40,7 +40,7 @@ pub fn sweet_spot(e: &Experiment, threshold: f64) -> Option<SweetSpot> {
     let points: Vec<(&Configuration, f64, f64)> = e
         .configurations
         .iter()
-        .filter_map(|c| Some((c, c.params.get(&param)?.as_f64()?, metric_value(c, key)?)))
+        .filter_map(|c| Some((c, c.params.get(&param)?.as_f64()?, metric_value(c, &key)?)))
         .collect();
     let (best_c, best_value, best_rate) =
         points.iter().copied().max_by(|a, b| a.2.total_cmp(&b.2))?;
@@ -51,9 +51,9 @@ pub fn sweet_spot(e: &Experiment, threshold: f64) -> Option<SweetSpot> {
         .min_by(|a, b| a.1.total_cmp(&b.1))?;
     let memory_metric = [Metric::PeakAllocatedBytes, Metric::HostPeakRssBytes]
         .into_iter()
-        .find(|m| has_metric(e, MetricKey::new(*m, TimingMode::WholeRun, phase)));
+        .find(|m| has_metric(e, &MetricKey::new(*m, TimingMode::WholeRun, phase)));
     let mem = |c: &Configuration| {
-        memory_metric.and_then(|m| metric_value(c, MetricKey::new(m, TimingMode::WholeRun, phase)))
+        memory_metric.and_then(|m| metric_value(c, &MetricKey::new(m, TimingMode::WholeRun, phase)))
     };
     Some(SweetSpot {
         param,
@@ -130,7 +130,7 @@ pub fn stall_attribution(e: &Experiment) -> Option<StallAttribution> {
         e.configurations
             .iter()
             .find(|c| matches!(c.params.get(STALL_SOURCE_PARAM), Some(ParamValue::Text(s)) if s == name))
-            .and_then(|c| metric_value(c, key))
+            .and_then(|c| metric_value(c, &key))
     };
     let (r1, r2, r3) = (
         rate("compute_only")?,
@@ -170,20 +170,20 @@ pub struct BarrierOverhead {
 pub fn barrier_overhead(c: &Configuration, phase: Phase) -> Option<BarrierOverhead> {
     let w = metric_value(
         c,
-        MetricKey::new(Metric::EpochS, TimingMode::WholeRun, phase),
+        &MetricKey::new(Metric::EpochS, TimingMode::WholeRun, phase),
     )?;
     let d = metric_value(
         c,
-        MetricKey::new(Metric::EpochS, TimingMode::Diagnostic, phase),
+        &MetricKey::new(Metric::EpochS, TimingMode::Diagnostic, phase),
     )?;
     let steps = metric_value(
         c,
-        MetricKey::new(Metric::Steps, TimingMode::WholeRun, phase),
+        &MetricKey::new(Metric::Steps, TimingMode::WholeRun, phase),
     )
     .or_else(|| {
         metric_value(
             c,
-            MetricKey::new(Metric::Steps, TimingMode::Diagnostic, phase),
+            &MetricKey::new(Metric::Steps, TimingMode::Diagnostic, phase),
         )
     })?;
     (steps > 0.0).then(|| BarrierOverhead {
@@ -194,11 +194,11 @@ pub fn barrier_overhead(c: &Configuration, phase: Phase) -> Option<BarrierOverhe
         per_step_s: (d - w) / steps,
         whole_run_samples_per_s: metric_value(
             c,
-            MetricKey::new(Metric::SamplesPerS, TimingMode::WholeRun, phase),
+            &MetricKey::new(Metric::SamplesPerS, TimingMode::WholeRun, phase),
         ),
         diagnostic_samples_per_s: metric_value(
             c,
-            MetricKey::new(Metric::SamplesPerS, TimingMode::Diagnostic, phase),
+            &MetricKey::new(Metric::SamplesPerS, TimingMode::Diagnostic, phase),
         ),
     })
 }
@@ -320,8 +320,33 @@ fn rate_text(e: &Experiment, v: f64) -> String {
     }
 }
 
-/// The verdict of an experiment (`None` when it has nothing to conclude from).
+/// For an experiment of a kind from a newer format: the note that says so,
+/// with the bundle's version when the caller has it. `None` for a known kind.
+pub fn unknown_kind_note(e: &Experiment, version: Option<SchemaVersion>) -> Option<String> {
+    let kind = e.kind.unknown()?;
+    let version = match version {
+        Some(v) => v.to_string(),
+        None => format!("newer than {}", SchemaVersion::CURRENT),
+    };
+    Some(format!(
+        "experiment kind {kind:?} is from a newer format ({version}); shown as a plain table"
+    ))
+}
+
+/// The verdict of an experiment (`None` when it has nothing to conclude from;
+/// a kind from a newer format gets [`unknown_kind_note`] and its fastest
+/// configuration).
 pub fn verdict(e: &Experiment) -> Option<Verdict> {
+    verdict_at(e, None)
+}
+
+/// [`verdict`], naming the bundle's format version for a kind from a newer
+/// format (the viewer and the CLI have the bundle at hand).
+pub fn verdict_in(e: &Experiment, version: SchemaVersion) -> Option<Verdict> {
+    verdict_at(e, Some(version))
+}
+
+fn verdict_at(e: &Experiment, version: Option<SchemaVersion>) -> Option<Verdict> {
     if let Some(reason) = &e.not_applicable {
         return Some(Verdict {
             headline: format!("Not applicable here: {reason}"),
@@ -331,6 +356,17 @@ pub fn verdict(e: &Experiment) -> Option<Verdict> {
     }
     let phase = preferred_phase(e);
     match e.kind {
+        ExperimentKind::Unknown(_) => {
+            let fastest = fastest_verdict(e, phase);
+            Some(Verdict {
+                headline: unknown_kind_note(e, version)?,
+                figure: fastest.as_ref().map_or_else(
+                    || "no figure this build can judge".to_string(),
+                    |v| v.figure.clone(),
+                ),
+                mode: fastest.and_then(|v| v.mode),
+            })
+        }
         ExperimentKind::Stall => {
             let s = stall_attribution(e)?;
             Some(Verdict {
@@ -424,7 +460,7 @@ fn fastest_verdict(e: &Experiment, phase: Phase) -> Option<Verdict> {
     let rates: Vec<(&Configuration, f64)> = e
         .configurations
         .iter()
-        .filter_map(|c| Some((c, metric_value(c, key)?)))
+        .filter_map(|c| Some((c, metric_value(c, &key)?)))
         .collect();
     let (best, best_rate) = rates.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
     let base = e
@@ -448,7 +484,7 @@ fn fastest_verdict(e: &Experiment, phase: Phase) -> Option<Verdict> {
     headline.push('.');
     let wait_key = MetricKey::new(Metric::WaitShare, TimingMode::Diagnostic, phase);
     if let Some((bc, _)) = base
-        && let Some(share) = metric_value(bc, wait_key)
+        && let Some(share) = metric_value(bc, &wait_key)
         && e.kind == ExperimentKind::Loader
     {
         headline.push_str(&format!(
@@ -498,7 +534,7 @@ fn oom_verdict(e: &Experiment) -> Option<Verdict> {
             TimingMode::WholeRun,
             preferred_phase(e),
         );
-        if let Some(m) = metric_value(c, key) {
+        if let Some(m) = metric_value(c, &key) {
             headline.push_str(&format!(" ({} peak allocated)", show_bytes(m)));
         }
         headline.push_str(". ");

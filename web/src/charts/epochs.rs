@@ -18,8 +18,8 @@ fn pairs(e: &Experiment) -> Vec<(String, Option<f64>, Option<f64>)> {
         .map(|c| {
             (
                 c.label.clone(),
-                metric_value(c, key(Phase::Cold)),
-                metric_value(c, key(Phase::Steady)),
+                metric_value(c, &key(Phase::Cold)),
+                metric_value(c, &key(Phase::Steady)),
             )
         })
         .filter(|(_, a, b)| a.is_some() || b.is_some())

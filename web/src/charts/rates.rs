@@ -21,7 +21,7 @@ fn bars(e: &Experiment) -> Vec<(String, f64, f64, f64)> {
     e.configurations
         .iter()
         .filter_map(|c| {
-            let s = metric_summary(c, key)?;
+            let s = metric_summary(c, &key)?;
             Some((c.label.clone(), s.median, s.min, s.max))
         })
         .collect()

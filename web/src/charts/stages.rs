@@ -23,8 +23,9 @@ fn bars(e: &Experiment) -> Vec<(String, [f64; 3])> {
     e.configurations
         .iter()
         .filter_map(|c| {
-            let v = STAGES
-                .map(|(m, _, _)| metric_value(c, MetricKey::new(m, TimingMode::Diagnostic, phase)));
+            let v = STAGES.map(|(m, _, _)| {
+                metric_value(c, &MetricKey::new(m, TimingMode::Diagnostic, phase))
+            });
             v.iter()
                 .any(Option::is_some)
                 .then(|| (c.label.clone(), v.map(|x| x.unwrap_or(0.0))))

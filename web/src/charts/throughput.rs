@@ -41,7 +41,7 @@ fn grouped_points(e: &Experiment) -> Vec<(String, Vec<Point>)> {
         let Some(x) = c.params.get(param).and_then(|v| v.as_f64()) else {
             continue;
         };
-        let Some(s) = metric_summary(c, key) else {
+        let Some(s) = metric_summary(c, &key) else {
             continue;
         };
         let group: Vec<String> = e.swept[1..]
@@ -75,7 +75,7 @@ fn memory_metric(e: &Experiment) -> Option<Metric> {
     let phase = preferred_phase(e);
     [Metric::PeakAllocatedBytes, Metric::HostPeakRssBytes]
         .into_iter()
-        .find(|m| has_metric(e, MetricKey::new(*m, TimingMode::WholeRun, phase)))
+        .find(|m| has_metric(e, &MetricKey::new(*m, TimingMode::WholeRun, phase)))
 }
 
 pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
@@ -97,7 +97,7 @@ pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
             let mut v: Vec<(f64, f64)> = e
                 .configurations
                 .iter()
-                .filter_map(|c| Some((c.params.get(&param)?.as_f64()?, metric_value(c, key)?)))
+                .filter_map(|c| Some((c.params.get(&param)?.as_f64()?, metric_value(c, &key)?)))
                 .collect();
             v.sort_by(|a, b| a.0.total_cmp(&b.0));
             v

@@ -2,7 +2,7 @@
 //! experiment with the figure it rests on.
 
 use leptos::prelude::*;
-use stallscope_bundle::analysis::verdict;
+use stallscope_bundle::analysis::verdict_in;
 use stallscope_bundle::{Bundle, RunState};
 
 use crate::components::environment::Environment;
@@ -49,7 +49,7 @@ fn bundle_view(b: std::sync::Arc<Bundle>) -> impl IntoView {
                 {b.experiments
                     .iter()
                     .map(|e| {
-                        let v = verdict(e);
+                        let v = verdict_in(e, b.schema_version);
                         let href = Route::Experiment(ExperimentView::new(&b.id, &e.id)).to_hash();
                         view! {
                             <div class="experiment-card">

@@ -1,7 +1,10 @@
 //! The comparison table of an experiment (built by
 //! `stallscope_bundle::analysis::comparison_table`, the same table the CLI
 //! prints): sortable, a baseline picker, median with min–max, noise flags,
-//! the best cell marked, ratios to the baseline, CSV/Markdown export.
+//! the best cell marked, ratios to the baseline, CSV/Markdown export. When a
+//! swept knob does not apply to some configuration, the swept parameters get
+//! columns and such a cell is "—" with the reason as its title; the table's
+//! footnotes (runs left out, knobs that do not apply) follow it.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -33,6 +36,14 @@ pub fn ComparisonTable(
     );
     let order = row_order(&table, &view.sort);
     let has_failures = table.rows.iter().any(|r| r.failure.is_some());
+    let show_params = table.rows.iter().any(|r| !r.not_applicable.is_empty());
+    let param_heads = show_params.then(|| {
+        e.swept
+            .iter()
+            .map(|p| view! { <th class="param-head">{p.clone()}</th> })
+            .collect_view()
+    });
+    let footnotes = table.footnotes();
     let baseline = table.baseline.clone();
 
     let nav = {
@@ -163,9 +174,28 @@ pub fn ComparisonTable(
                     }
                 })
                 .collect_view();
+            let params = show_params.then(|| {
+                r.params
+                    .iter()
+                    .map(|(name, value)| {
+                        let reason = r
+                            .not_applicable
+                            .iter()
+                            .find(|(n, _)| n == name)
+                            .map(|(_, why)| format!("{name} does not apply: {why}"));
+                        let na = reason.is_some();
+                        view! {
+                            <td class="param" class:not-applicable=na data-param=name.clone() title=reason>
+                                {value.clone()}
+                            </td>
+                        }
+                    })
+                    .collect_view()
+            });
             view! {
                 <tr class:baseline=is_base data-config=r.config_id.clone()>
                     <th class="config">{r.label.clone()}</th>
+                    {params}
                     {cells}
                     {has_failures.then(|| view! { <td class="failure">{r.failure.clone().unwrap_or_default()}</td> })}
                 </tr>
@@ -201,6 +231,7 @@ pub fn ComparisonTable(
                             <th class="sortable" tabindex="0" aria-sort=aria_sort(&view.sort, None) on:click=move |_| sort_first(None, false)>
                                 {format!("configuration{}", sort_arrow(None))}
                             </th>
+                            {param_heads}
                             {headers}
                             {has_failures.then(|| view! { <th>"failure"</th> })}
                         </tr>
@@ -208,6 +239,7 @@ pub fn ComparisonTable(
                     <tbody>{rows}</tbody>
                 </table>
             </div>
+            {footnotes.into_iter().map(|f| view! { <p class="note table-footnote">{f}</p> }).collect_view()}
             <p class="muted table-phase">
                 {format!("Timing columns read {} epochs unless the heading says otherwise; the mode of each column is in its heading.", table.phase.as_str())}
             </p>

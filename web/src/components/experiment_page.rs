@@ -1,13 +1,15 @@
 //! One experiment: verdict, the comparison table, the charts (whole-run
 //! throughput with memory and the sweet spot; the diagnostic stage breakdown,
 //! kept apart; first vs steady epochs; per-step distribution) and what every
-//! figure means.
+//! figure means. An experiment of a kind from a newer format is shown the
+//! same way, its verdict saying so (`analysis::unknown_kind_note`).
 
 use std::sync::Arc;
 
 use leptos::prelude::*;
 use stallscope_bundle::Bundle;
-use stallscope_bundle::analysis::{show_percent, stall_attribution, verdict};
+use stallscope_bundle::OpenEnum;
+use stallscope_bundle::analysis::{show_percent, stall_attribution, verdict_in};
 
 use crate::charts;
 use crate::components::chart_panel::{ChartPanel, Draw};
@@ -49,7 +51,9 @@ pub fn ExperimentPage(view: ExperimentView) -> impl IntoView {
 fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl IntoView {
     let state = expect_context::<AppState>();
     let e = &b.experiments[index];
-    let v = verdict(e);
+    // A kind from a newer format: the verdict says so, with the bundle's version.
+    let newer = e.kind.unknown().is_some();
+    let v = verdict_in(e, b.schema_version);
     // Charts hold the bundle, not a copy of the experiment (it may carry
     // millions of per-step records).
     let shared = b.clone();
@@ -175,7 +179,7 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
                 </p>
             })}
             {v.map(|v| view! {
-                <div class="verdict-box">
+                <div class="verdict-box" class:newer-format=newer>
                     <p class="verdict">{v.headline}</p>
                     <p class="verdict-figure">"Rests on: " {v.figure} {v.mode.map(|m| format!(" [{}]", m.label()))}</p>
                 </div>

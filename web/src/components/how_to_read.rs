@@ -49,8 +49,8 @@ fn page(b: Arc<Bundle>) -> impl IntoView {
             Some((
                 e.title.clone(),
                 c.label.clone(),
-                metric_value(c, k(Phase::Cold))?,
-                metric_value(c, k(Phase::Steady))?,
+                metric_value(c, &k(Phase::Cold))?,
+                metric_value(c, &k(Phase::Steady))?,
             ))
         })
     });

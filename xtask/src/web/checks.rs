@@ -1,10 +1,12 @@
 //! The browser tests: a site exported by the real `stallscope site` from the
 //! published FashionMNIST bundle, a measured one and a bundle whose title is
-//! HTML, served by `stallscope serve`, checked in headless Chromium. Each
+//! HTML, served by `stallscope serve`, checked in headless Chromium (plus a
+//! bundle of a newer format minor, loaded with `?bundle=`). Each
 //! check is named, prints its own failure, and screenshots go to
 //! `target/screenshots/`.
 mod generated;
 mod loading;
+mod newer_format;
 mod reports;
 
 use super::{Server, export_site};
@@ -65,6 +67,10 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         repo.join("fixtures/bad/truncated.json"),
         site.join("extra/truncated.json"),
     )?;
+    std::fs::copy(
+        repo.join(newer_format::NEWER_MINOR_FIXTURE),
+        site.join(newer_format::NEWER_MINOR_SITE_PATH),
+    )?;
     // One byte over the limit: refused before it is parsed.
     std::fs::write(
         site.join("extra/huge.json"),
@@ -93,7 +99,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         shots,
         repo: repo.to_path_buf(),
     };
-    let checks: [(&str, Check); 14] = [
+    let checks: [(&str, Check); 15] = [
         ("site_lists_its_bundles", loading::site_lists_its_bundles),
         (
             "table_cells_equal_the_fixture",
@@ -122,6 +128,10 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         (
             "compare_view_lists_differences",
             loading::compare_view_lists_differences,
+        ),
+        (
+            "unknown_kind_shown_with_newer_format_note",
+            newer_format::unknown_kind_shown_with_newer_format_note,
         ),
     ];
     let (mut passed, mut failed) = (0, 0);

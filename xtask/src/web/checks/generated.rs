@@ -8,14 +8,9 @@ pub(super) fn generated_stall_experiment() -> stallscope_bundle::Experiment {
     let config = |source: &str, rate: f64| {
         let samples = 6_000u64;
         let seconds = samples as f64 / rate;
-        let mut params = std::collections::BTreeMap::new();
-        params.insert("source".to_string(), ParamValue::Text(source.into()));
-        Configuration {
-            id: source.into(),
-            label: source.replace('_', " "),
-            params,
-            batch_bytes: None,
-            runs: vec![Run {
+        Configuration::new(source, source.replace('_', " "))
+            .with_param("source", source)
+            .with_runs(vec![Run {
                 id: "r0-e0-whole_run".into(),
                 timing_mode: TimingMode::WholeRun,
                 repeat: 0,
@@ -33,23 +28,18 @@ pub(super) fn generated_stall_experiment() -> stallscope_bundle::Experiment {
                 memory: None,
                 loader: None,
                 steps: None,
-            }],
-            failure: None,
-        }
+            }])
     };
-    Experiment {
-        id: "stall".into(),
-        kind: ExperimentKind::Stall,
-        title: "Generated stall attribution".into(),
-        description: Some("Generated rates for the browser tests; not a measurement.".into()),
-        swept: vec!["source".into()],
-        settings: Default::default(),
-        baseline: None,
-        not_applicable: None,
-        configurations: vec![
-            config("compute_only", 1000.0),
-            config("from_host", 900.0),
-            config("full_pipeline", 600.0),
-        ],
-    }
+    Experiment::new(
+        "stall",
+        ExperimentKind::Stall,
+        "Generated stall attribution",
+    )
+    .with_description("Generated rates for the browser tests; not a measurement.")
+    .with_swept(["source"])
+    .with_configurations(vec![
+        config("compute_only", 1000.0),
+        config("from_host", 900.0),
+        config("full_pipeline", 600.0),
+    ])
 }
