@@ -55,13 +55,14 @@ pub fn render_experiment(e: &Experiment) -> String {
 }
 
 /// `whole-run, steady`, `diagnostic, cold`, `memory, steady`.
-fn mode_and_phase(key: MetricKey) -> String {
+fn mode_and_phase(key: &MetricKey) -> String {
     let mode = if key.metric.is_memory() {
         "memory"
     } else {
-        match key.mode {
+        match &key.mode {
             TimingMode::WholeRun => "whole-run",
             TimingMode::Diagnostic => "diagnostic",
+            TimingMode::Unknown(name) => name.as_str(),
         }
     };
     format!("{mode}, {}", key.phase.as_str())
@@ -72,17 +73,17 @@ fn render_table(
     whole_run: Option<MetricKey>,
     detail: Option<MetricKey>,
 ) -> String {
-    let whole = whole_run.and_then(|k| t.column(k));
-    let detail = detail.and_then(|k| t.column(k));
+    let whole = whole_run.and_then(|k| t.column(&k));
+    let detail = detail.and_then(|k| t.column(&k));
     let mut cols = vec![Column::left("configuration", "")];
     if let Some(i) = whole {
-        let key = t.columns[i].key;
+        let key = &t.columns[i].key;
         cols.push(Column::right(key.metric.label(), &mode_and_phase(key)));
         cols.push(Column::right("ratio", "to base"));
         cols.push(Column::left("noise", ""));
     }
     if let Some(i) = detail {
-        let key = t.columns[i].key;
+        let key = &t.columns[i].key;
         cols.push(Column::right(key.metric.label(), &mode_and_phase(key)));
     }
     let is_base = |id: &String| Some(id) == t.baseline.as_ref();

@@ -131,7 +131,7 @@ pub fn render_bundle_csv(b: &Bundle) -> String {
                 csv_field(&r.label)
             );
             for (cell, col) in r.cells.iter().zip(&t.columns) {
-                let k = col.key;
+                let k = &col.key;
                 out.push_str(&format!(
                     "{start},{},{},{},",
                     csv_field(k.metric.label()),
@@ -162,7 +162,7 @@ pub fn render_bundle_csv(b: &Bundle) -> String {
 }
 
 /// Memory figures are read from runs of either mode.
-fn mode_name(k: stallscope_bundle::analysis::MetricKey) -> &'static str {
+fn mode_name(k: &stallscope_bundle::analysis::MetricKey) -> &str {
     if k.metric.is_memory() {
         "any"
     } else {
@@ -186,13 +186,13 @@ pub fn render_bundle_json(b: &Bundle) -> serde_json::Value {
                 "verdict": v.map(|v| serde_json::json!({
                     "headline": v.headline,
                     "figure": v.figure,
-                    "timing_mode": v.mode.map(TimingMode::as_str),
+                    "timing_mode": v.mode.as_ref().map(TimingMode::as_str),
                 })),
                 "phase": t.phase.as_str(),
                 "baseline": t.baseline,
                 "columns": t.columns.iter().map(|c| serde_json::json!({
                     "metric": c.key.metric.label(),
-                    "timing_mode": mode_name(c.key),
+                    "timing_mode": mode_name(&c.key),
                     "phase": c.key.phase.as_str(),
                     "heading": c.heading_with_unit(),
                     "higher_is_better": c.higher_is_better,

@@ -8,7 +8,7 @@ use crate::format::{Experiment, ExperimentKind, Phase, TimingMode};
 
 /// The two columns of a compact table; each `None` when no configuration has
 /// a value for any of its candidates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyColumns {
     /// Whole-run throughput (samples/s, or bytes/s for transfers).
     pub whole_run: Option<MetricKey>,
@@ -22,7 +22,7 @@ pub struct KeyColumns {
 impl KeyColumns {
     /// The present keys, whole-run first (for [`crate::analysis::TableOptions::columns`]).
     pub fn keys(&self) -> Vec<MetricKey> {
-        self.whole_run.into_iter().chain(self.detail).collect()
+        self.whole_run.iter().chain(&self.detail).cloned().collect()
     }
 }
 
@@ -33,7 +33,7 @@ pub fn key_columns(e: &Experiment, phase: Phase) -> KeyColumns {
     let d = |m| MetricKey::new(m, TimingMode::Diagnostic, phase);
     let memory = [w(PeakAllocatedBytes), w(HostPeakRssBytes)];
     let whole_run = [w(throughput_metric(e)), w(EpochS)];
-    let detail: Vec<MetricKey> = match e.kind {
+    let detail: Vec<MetricKey> = match &e.kind {
         ExperimentKind::Loader | ExperimentKind::Stall => {
             vec![d(WaitShare), d(NextWaitMeanS)]
         }
@@ -45,8 +45,10 @@ pub fn key_columns(e: &Experiment, phase: Phase) -> KeyColumns {
             w(PeakReservedBytes),
             w(HostPeakRssBytes),
         ],
+        // A kind from a newer format: its step median or memory, if any.
+        ExperimentKind::Unknown(_) => [d(StepMedianS)].into_iter().chain(memory).collect(),
     };
-    let first = |keys: &[MetricKey]| keys.iter().copied().find(|k| has_metric(e, *k));
+    let first = |keys: &[MetricKey]| keys.iter().find(|k| has_metric(e, k)).cloned();
     KeyColumns {
         whole_run: first(&whole_run),
         detail: first(&detail),
