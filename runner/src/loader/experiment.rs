@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use stallscope_bundle::{Configuration, Experiment, ExperimentKind, ParamValue, Run};
+use stallscope_bundle::{Configuration, Engine, Experiment, ExperimentKind, ParamValue, Run};
 
 use super::generate::{ImageSetSpec, default_cache_root, ensure_image_set};
 use super::native_feed::{NativeFeed, Pinning};
@@ -424,29 +424,43 @@ impl GridExperiment for LoaderExperiment {
                 swept.push(name.into());
             }
         }
+        const NO_WORKERS: &str =
+            "no workers: the loop builds each batch itself, so there is nothing to keep ahead or alive";
         let configurations = self
             .points
             .iter()
             .map(|&p| {
-                let mut params: BTreeMap<String, ParamValue> = BTreeMap::new();
-                params.insert("workers".into(), p.workers.into());
-                params.insert(
-                    "worker_kind".into(),
-                    (if p.workers == 0 {
-                        "in_loop"
-                    } else {
-                        p.kind.as_str()
-                    })
-                    .into(),
-                );
-                if p.workers > 0 {
-                    params.insert("prefetch".into(), p.prefetch.into());
-                    params.insert("persistent".into(), p.persistent.into());
-                }
-                params.insert("pinned".into(), p.pinned.into());
-                Configuration::new(Self::point_id(p), self.label(p))
-                    .with_params(params)
+                let mut c = Configuration::new(Self::point_id(p), self.label(p))
+                    .with_param("workers", p.workers)
+                    .with_param(
+                        "worker_kind",
+                        if p.workers == 0 {
+                            "in_loop"
+                        } else {
+                            p.kind.as_str()
+                        },
+                    )
+                    .with_param("pinned", p.pinned)
                     .with_batch_bytes(self.common.batch_bytes())
+                    .with_engine(Engine::Native);
+                if p.workers > 0 {
+                    c = c
+                        .with_param("prefetch", p.prefetch)
+                        .with_param("persistent", p.persistent);
+                } else {
+                    // Recorded as not applicable (shown as "—" with the
+                    // reason), never left out: a swept knob has a value or
+                    // a reason in every configuration.
+                    for (knob, values) in [
+                        ("prefetch", lp.prefetch.len()),
+                        ("persistent", lp.persistent.len()),
+                    ] {
+                        if values > 1 {
+                            c = c.with_not_applicable(knob, NO_WORKERS);
+                        }
+                    }
+                }
+                c
             })
             .collect::<Vec<_>>();
         Experiment {
@@ -456,7 +470,7 @@ impl GridExperiment for LoaderExperiment {
                 "Loader knobs: workers, kind, prefetch, persistence, pinning".into()
             }),
             description: Some(format!(
-                "Each configuration trains the {} for whole epochs over {} samples ({}) through the native loader, in both timing modes; epoch 0 of each repeat is cold (worker start-up included), later epochs steady. Thread workers share the runner's process; process workers are started from this binary and hand batches over through POSIX shared memory. Workers take batches round-robin, each holding at most `prefetch` batches ahead; delivery is {}.",
+                "Each configuration trains the {} for whole epochs over {} samples ({}) through the native loader, in both timing modes; epoch 0 of each repeat is cold (worker start-up included), later epochs steady. Thread workers share the runner's process; process workers run the small stallscope-loader-worker binary (no libtorch) and hand batches over through POSIX shared memory. Workers take batches round-robin, each holding at most `prefetch` batches ahead; delivery is {}.",
                 self.common.plan.model.name(),
                 self.common.samples,
                 self.common.data_source,
