@@ -1,10 +1,13 @@
-//! The stallscope runner: command line, experiments, loader, device back ends.
+//! The stallscope runner: command line, suites, the one driver, and the
+//! engines (libtorch, wgpu) with their experiments.
 
 pub mod bundle_file;
 pub mod cli;
 pub mod commands;
 pub mod data;
 pub mod device;
+pub mod driver;
+pub mod engine;
 pub mod envinfo;
 pub mod experiments;
 pub mod feed;

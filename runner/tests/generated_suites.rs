@@ -4,7 +4,8 @@
 //! processes), one sample, batches larger than the data, drop_last, several
 //! epochs and repeats — run in this process through the same `run_plan` the
 //! command uses (real libtorch on the CPU, real worker threads and
-//! processes), and the bundle is read back from disk and validated.
+//! processes; every fifth suite also on the wgpu engine, lavapipe without a
+//! GPU), and the bundle is read back from disk and validated.
 //!
 //! `STALLSCOPE_SUITES=N` sets how many suites (default 400, of which at
 //! least 300 are accepted);
@@ -14,10 +15,12 @@ use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicBool;
 
-use stallscope::commands::run::{RunOptions, run_plan};
 use stallscope::device::DeviceCtx;
-use stallscope::experiments::Progress;
+use stallscope::driver::Progress;
+use stallscope::engine::{Engine, RunOptions, run_plan, seeds};
+use stallscope::experiments::TorchEngine;
 use stallscope::suite::parse_suite;
+use stallscope::wgpu_backend::WgpuEngine;
 use stallscope_bundle::{TimingMode, parse_bundle, validate};
 use stallscope_loader::rng::Rng;
 
@@ -208,6 +211,7 @@ fn every_accepted_generated_suite_yields_a_valid_bundle() {
         .unwrap_or(1);
     tch::set_num_threads(1);
     let device = DeviceCtx::cpu();
+    let wgpu = WgpuEngine::new().expect("a wgpu adapter (lavapipe: `cargo xtask setup`)");
     let stop = AtomicBool::new(false);
     let root = tempfile::tempdir().unwrap();
     // Generated image sets go to a cache of this test's own.
@@ -231,34 +235,45 @@ fn every_accepted_generated_suite_yields_a_valid_bundle() {
             }
         };
         accepted += 1;
-        let out_dir = root.path().join(format!("s{seed}"));
-        let options = RunOptions {
-            out_dir: Some(&out_dir),
+        let torch = TorchEngine {
+            device: &device,
             data_dir: None,
-            stop: &stop,
-            progress: &Quiet,
-            inject_panic: None,
+            seeds: seeds(&plan),
         };
-        let result = catch_unwind(AssertUnwindSafe(|| run_plan(&plan, &device, &options)));
-        match result {
-            Err(_) => panics.push(format!("seed {seed}: run_plan panicked\n{text}")),
-            Ok(Err(e)) => invalid.push(format!("seed {seed}: run failed: {e:#}\n{text}")),
-            Ok(Ok(finished)) => {
-                let bytes = std::fs::read(&finished.path).unwrap();
-                match parse_bundle(&bytes) {
-                    Err(e) => invalid.push(format!("seed {seed}: not readable: {e}\n{text}")),
-                    Ok(bundle) => {
-                        let problems = validate(&bundle);
-                        if !problems.is_empty() {
-                            let list: Vec<String> =
-                                problems.iter().map(|p| p.to_string()).collect();
-                            invalid.push(format!("seed {seed}: {}\n{text}", list.join("\n")));
+        let mut engines: Vec<(&str, &dyn Engine)> = vec![("libtorch", &torch)];
+        if seed % 5 == 0 {
+            engines.push(("wgpu", &wgpu));
+        }
+        for (name, engine) in engines {
+            let out_dir = root.path().join(format!("s{seed}-{name}"));
+            let options = RunOptions {
+                out_dir: Some(&out_dir),
+                stop: &stop,
+                progress: &Quiet,
+                inject_panic: None,
+            };
+            let result = catch_unwind(AssertUnwindSafe(|| run_plan(&plan, engine, &options)));
+            let at = format!("seed {seed} on {name}");
+            match result {
+                Err(_) => panics.push(format!("{at}: run_plan panicked\n{text}")),
+                Ok(Err(e)) => invalid.push(format!("{at}: run failed: {e:#}\n{text}")),
+                Ok(Ok(finished)) => {
+                    let bytes = std::fs::read(&finished.path).unwrap();
+                    match parse_bundle(&bytes) {
+                        Err(e) => invalid.push(format!("{at}: not readable: {e}\n{text}")),
+                        Ok(bundle) => {
+                            let problems = validate(&bundle);
+                            if !problems.is_empty() {
+                                let list: Vec<String> =
+                                    problems.iter().map(|p| p.to_string()).collect();
+                                invalid.push(format!("{at}: {}\n{text}", list.join("\n")));
+                            }
                         }
                     }
                 }
             }
+            let _ = std::fs::remove_dir_all(&out_dir);
         }
-        let _ = std::fs::remove_dir_all(&out_dir);
     }
     eprintln!(
         "{accepted} accepted, {refused} refused, {} invalid, {} panics",

@@ -3,7 +3,6 @@ pub mod compare;
 pub mod env;
 pub mod report;
 pub mod run;
-pub mod run_wgpu;
 pub mod serve;
 pub mod site;
 pub mod trace;

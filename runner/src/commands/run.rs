@@ -1,24 +1,23 @@
-//! `stallscope run`: load a suite, pick the device, run every experiment with
-//! a progress bar, write the bundle atomically after every configuration and
-//! at the end, and print the comparison table of each experiment.
+//! `stallscope run`: load a suite, pick the engine (libtorch on `auto`,
+//! `cpu` or `cuda[:N]`, or wgpu), run it with a progress bar through
+//! [`run_plan`], and print the report.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use stallscope_bundle::{
-    Bundle, Provenance, RunState, RunStatus, SchemaVersion, Seeds, SuiteRecord, TimingMode,
-};
+use stallscope_bundle::{Bundle, TimingMode};
 
-use crate::bundle_file::write_atomic;
 use crate::cli::RunArgs;
 use crate::device::{DeviceCtx, DeviceRequest};
-use crate::experiments::{self, Outcome, Progress, RunCtx};
+use crate::driver::Progress;
+use crate::engine::{self, Engine, Finished, RunOptions, run_plan};
+use crate::experiments::TorchEngine;
 use crate::report::text;
+use crate::wgpu_backend::WgpuEngine;
 use crate::{envinfo, report, suite};
 
 /// Set by Ctrl-C; checked between steps.
@@ -83,16 +82,28 @@ fn progress_message(
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let plan = suite::load(args.suite.as_deref(), args.preset.as_deref(), args.quick)?;
-    if args.device == "wgpu" {
-        return super::run_wgpu::run(&plan, args);
-    }
-    if let Some(n) = plan.torch_threads {
-        tch::set_num_threads(n);
-    }
-    let request: DeviceRequest = args.device.parse()?;
-    let device = DeviceCtx::open(request, args.libtorch.as_deref())?;
-    // FP32 with TF32 off, set explicitly and recorded.
-    envinfo::apply_run_settings().context("turning TF32 off")?;
+    // The engine: wgpu, or libtorch on the device asked for.
+    let wgpu;
+    let device;
+    let torch;
+    let engine: &dyn Engine = if args.device == "wgpu" {
+        wgpu = WgpuEngine::new()?;
+        &wgpu
+    } else {
+        if let Some(n) = plan.torch_threads {
+            tch::set_num_threads(n);
+        }
+        let request: DeviceRequest = args.device.parse()?;
+        device = DeviceCtx::open(request, args.libtorch.as_deref())?;
+        // FP32 with TF32 off, set explicitly and recorded.
+        envinfo::apply_run_settings().context("turning TF32 off")?;
+        torch = TorchEngine {
+            device: &device,
+            data_dir: args.data_dir.as_deref(),
+            seeds: engine::seeds(&plan),
+        };
+        &torch
+    };
     install_ctrlc()?;
 
     let bar = if std::io::stderr().is_terminal() {
@@ -104,12 +115,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let progress = Bar(bar.clone());
     let options = RunOptions {
         out_dir: args.out.as_deref(),
-        data_dir: args.data_dir.as_deref(),
         stop: &STOP,
         progress: &progress,
         inject_panic: std::env::var("STALLSCOPE_INJECT_PANIC").ok(),
     };
-    let finished = run_plan(&plan, &device, &options);
+    let finished = run_plan(&plan, engine, &options);
     bar.finish_and_clear();
     let Finished {
         bundle,
@@ -121,147 +131,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     Ok(exit_code(interrupted, failures))
 }
 
-/// Where and how [`run_plan`] runs.
-pub struct RunOptions<'a> {
-    /// The bundle goes to `out_dir/bundle.json` (default `out/<bundle id>`),
-    /// rewritten atomically after every unit.
-    pub out_dir: Option<&'a Path>,
-    pub data_dir: Option<&'a Path>,
-    /// Set (by Ctrl-C) to stop after the current step.
-    pub stop: &'a AtomicBool,
-    pub progress: &'a dyn Progress,
-    /// Test-only: panic inside this configuration.
-    pub inject_panic: Option<String>,
-}
-
-/// What a finished (or interrupted) run left.
-pub struct Finished {
-    pub bundle: Bundle,
-    pub path: PathBuf,
-    pub failures: usize,
-    pub interrupted: bool,
-}
-
-/// Run a validated plan on an opened device: every experiment through the
-/// driver, the bundle saved after every unit and at the end. Printing is the
-/// caller's.
-pub fn run_plan(
-    plan: &suite::Plan,
-    device: &DeviceCtx,
-    options: &RunOptions,
-) -> anyhow::Result<Finished> {
-    let seeds = Seeds {
-        weights: plan.seed,
-        shuffle: plan.seed,
-        data: plan.data_seed,
-    };
-    let mut environment = envinfo::environment(device);
-    environment.suite = Some(SuiteRecord {
-        name: plan.name.clone(),
-        path: plan.path.as_ref().map(|p| p.display().to_string()),
-        toml: plan.toml.clone(),
-    });
-    environment.seeds = Some(seeds);
-
-    let (created_at, id) = bundle_id();
-    let out_dir = options
-        .out_dir
-        .map_or_else(|| PathBuf::from("out").join(&id), Path::to_path_buf);
-    let path = out_dir.join("bundle.json");
-    let rc = RunCtx {
-        device,
-        stop: options.stop,
-        data_dir: options.data_dir,
-        seeds,
-        progress: options.progress,
-        inject_panic: options.inject_panic.clone(),
-    };
-
-    let mut bundle = Bundle {
-        schema_version: SchemaVersion::CURRENT,
-        id: id.clone(),
-        title: format!("{} on {}", plan.title, device.info().name),
-        created_at,
-        provenance: Provenance::Measured,
-        environment,
-        experiments: Vec::new(),
-        status: RunStatus {
-            state: RunState::Running,
-            message: None,
-        },
-        notes: Vec::new(),
-    };
-    if !crate::device::reset_host_peak_rss() {
-        bundle.notes.push(
-            "Host peak RSS could not be reset between epochs (/proc/self/clear_refs refused): each figure is the process's peak so far.".into(),
-        );
-    }
-
-    // Build every experiment first so the bundle lists them all from the start.
-    let mut grids = Vec::new();
-    for p in &plan.experiments {
-        let grid = experiments::grid_for(p, &rc)
-            .with_context(|| format!("preparing experiment {}", p.id))?;
-        let skeleton = match &grid {
-            Some(g) => g.skeleton(),
-            None => experiments::oom_probe::skeleton(p, &rc),
-        };
-        if let Some(g) = &grid {
-            options.progress.planned(
-                g.epochs_per_unit() * skeleton.configurations.len() as u64 * u64::from(p.repeats),
-            );
-        }
-        bundle.experiments.push(skeleton);
-        grids.push(grid);
-    }
-    let load_at_start = envinfo::load_average();
-    let mut save_error: Option<std::io::Error> = None;
-    let mut save = |b: &Bundle| {
-        if let Err(e) = write_atomic(&path, b) {
-            save_error.get_or_insert(e);
-        }
-    };
-    save(&bundle);
-
-    let mut failures = 0;
-    let mut interrupted = false;
-    for (i, (p, grid)) in plan.experiments.iter().zip(grids.iter_mut()).enumerate() {
-        let outcome = match grid {
-            Some(g) => experiments::drive(&mut bundle, i, g.as_mut(), p.repeats, &rc, &mut save),
-            None => experiments::oom_probe::drive(&mut bundle, i, p, &rc, &mut save),
-        };
-        match outcome {
-            Outcome::Finished { failures: f } => failures += f,
-            Outcome::Interrupted => {
-                interrupted = true;
-                break;
-            }
-        }
-    }
-    bundle.status = final_status(interrupted, failures);
-    if let (Some(start), Some(end)) = (load_at_start, envinfo::load_average()) {
-        let cores = bundle
-            .environment
-            .host
-            .as_ref()
-            .and_then(|h| h.logical_cores)
-            .map_or(String::new(), |c| format!(" on {c} logical cores"));
-        bundle.notes.push(format!(
-            "Host load average (1 min, /proc/loadavg) {start:.2} when the run started and {end:.2} when it ended{cores}; a load above the core count means other processes competed for the CPU during the measurements."
-        ));
-    }
-    save(&bundle);
-    if let Some(e) = save_error {
-        return Err(e).with_context(|| format!("writing {}", path.display()));
-    }
-    Ok(Finished {
-        bundle,
-        path,
-        failures,
-        interrupted,
-    })
-}
-
 /// The report at the end of a run, then where the bundle is: on stdout
 /// after a table, on stderr after Markdown, CSV or JSON so stdout stays that.
 pub(crate) fn print_report(bundle: &Bundle, path: &Path, style: report::Style) {
@@ -270,24 +139,6 @@ pub(crate) fn print_report(bundle: &Bundle, path: &Path, style: report::Style) {
     match style {
         report::Style::Compact | report::Style::Wide => println!("{line}"),
         _ => eprintln!("{line}"),
-    }
-}
-
-/// The bundle's status at the end of a run.
-pub(crate) fn final_status(interrupted: bool, failures: usize) -> RunStatus {
-    if interrupted {
-        RunStatus {
-            state: RunState::Partial,
-            message: Some(
-                "stopped by Ctrl-C; every configuration finished before it is kept".into(),
-            ),
-        }
-    } else {
-        RunStatus {
-            state: RunState::Complete,
-            message: (failures > 0)
-                .then(|| format!("{failures} configuration(s) failed; see their failure records")),
-        }
     }
 }
 
@@ -320,37 +171,6 @@ pub(crate) fn install_ctrlc() -> anyhow::Result<()> {
     }
 }
 
-/// (RFC 3339 UTC time, bundle id `YYYYMMDDTHHMMSSZ-xxxx`).
-pub fn bundle_id() -> (String, String) {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = now.as_secs() as i64;
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
-    let s = secs.rem_euclid(86_400);
-    let (h, mi, se) = (s / 3600, s % 3600 / 60, s % 60);
-    let state = now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
-    let suffix = stallscope_loader::rng::Rng::new(state).next_u64() & 0xffff;
-    (
-        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{se:02}Z"),
-        format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{se:02}Z-{suffix:04x}"),
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,12 +183,5 @@ mod tests {
         assert!(msg.ends_with(" repeat 3 diagnostic epoch 12"), "{msg}");
         let short = progress_message("compute", "bs64", 1, TimingMode::WholeRun, 1);
         assert_eq!(short, "compute bs64 repeat 1 whole_run epoch 1");
-    }
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_422), (2025, 11, 30));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
     }
 }

@@ -1,65 +1,36 @@
-//! Experiments: each kind builds its bundle [`Experiment`] skeleton and runs
-//! one (configuration, repeat) unit at a time; the driver here orders the
-//! repeats ascending/descending/ascending, isolates panics and failures per
-//! configuration, honours Ctrl-C and saves the bundle after every unit.
+//! The libtorch engine's experiments: each kind builds its bundle
+//! [`Experiment`] skeleton and runs one (configuration, repeat) unit at a
+//! time; [`TorchEngine`] hands them to the one driver (`crate::driver`),
+//! which owns the order of repeats, panic isolation, Ctrl-C and saving.
 
 pub mod batch_sweep;
 pub mod compute;
 pub mod oom_probe;
 pub mod transfer;
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use stallscope_bundle::{
-    Bundle, Configuration, Experiment, Failure, ParamValue, Run, Seeds, TimingMode,
+    Configuration, Environment, Experiment, ParamValue, Run, Seeds, TimingMode,
 };
 
 use crate::device::DeviceCtx;
+use crate::driver::{Driven, UnitCtx};
+pub use crate::driver::{Outcome, Progress, UnitError, order, panic_message};
+use crate::engine::Engine;
 use crate::feed::Feed;
 use crate::models::{ModelSpec, Trainer};
-use crate::suite::{ExperimentPlan, ExperimentSpec};
+use crate::suite::{ExperimentPlan, ExperimentSpec, Plan};
 use crate::train::{CopyMode, EpochSlot, LoopError, run_epoch, warm_up};
 
-/// What every experiment needs from the run.
+/// What every libtorch experiment needs from the run.
 pub struct RunCtx<'a> {
     pub device: &'a DeviceCtx,
     pub stop: &'a AtomicBool,
     pub data_dir: Option<&'a Path>,
     pub seeds: Seeds,
     pub progress: &'a dyn Progress,
-    /// Test-only: panic inside this configuration (`STALLSCOPE_INJECT_PANIC`).
-    pub inject_panic: Option<String>,
-}
-
-/// Progress reporting (a terminal bar, or nothing).
-pub trait Progress {
-    /// A timed epoch is about to start.
-    fn epoch(
-        &self,
-        experiment: &str,
-        configuration: &str,
-        repeat: u32,
-        mode: TimingMode,
-        epoch: u32,
-    );
-    /// A timed epoch ended.
-    fn epoch_done(&self);
-    /// `epochs` more timed epochs are planned.
-    fn planned(&self, _epochs: u64) {}
-}
-
-/// Why a unit did not finish.
-#[derive(Debug, thiserror::Error)]
-pub enum UnitError {
-    #[error("interrupted (Ctrl-C)")]
-    Interrupted,
-    #[error("{0}")]
-    Failed(String),
-    /// A failure recorded as it is (a loader worker's names worker and sample).
-    #[error("{0:?}")]
-    Recorded(Box<Failure>),
 }
 
 impl From<LoopError> for UnitError {
@@ -77,7 +48,7 @@ impl From<tch::TchError> for UnitError {
     }
 }
 
-/// An experiment with a fixed grid of configurations.
+/// A libtorch experiment with a fixed grid of configurations.
 pub trait GridExperiment {
     /// The bundle experiment with its configurations and no runs yet.
     fn skeleton(&self) -> Experiment;
@@ -87,133 +58,119 @@ pub trait GridExperiment {
     fn run_unit(&mut self, index: usize, repeat: u32, rc: &RunCtx) -> Result<Vec<Run>, UnitError>;
 }
 
-/// How a driven experiment ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Every unit ran (some configurations may have recorded failures).
-    Finished { failures: usize },
-    /// Ctrl-C: everything finished before is kept.
-    Interrupted,
+/// The libtorch engine: CUDA or the CPU through the linked libtorch.
+pub struct TorchEngine<'a> {
+    pub device: &'a DeviceCtx,
+    pub data_dir: Option<&'a Path>,
+    pub seeds: Seeds,
 }
 
-/// Build the experiment for a plan entry.
-pub fn grid_for(
+struct NoProgress;
+impl Progress for NoProgress {
+    fn epoch(&self, _: &str, _: &str, _: u32, _: TimingMode, _: u32) {}
+    fn epoch_done(&self) {}
+}
+
+static NEVER_STOP: AtomicBool = AtomicBool::new(false);
+
+impl TorchEngine<'_> {
+    /// The context of one unit: this engine's device and seeds, the
+    /// driver's stop flag and progress.
+    fn unit_ctx<'b>(&'b self, cx: &'b UnitCtx) -> RunCtx<'b> {
+        RunCtx {
+            device: self.device,
+            stop: cx.stop,
+            data_dir: self.data_dir,
+            seeds: self.seeds,
+            progress: cx.progress,
+        }
+    }
+}
+
+/// A grid experiment as the driver sees it.
+struct TorchGrid<'a> {
+    engine: &'a TorchEngine<'a>,
+    grid: Box<dyn GridExperiment + 'a>,
+}
+
+impl Driven for TorchGrid<'_> {
+    fn skeleton(&self) -> Experiment {
+        self.grid.skeleton()
+    }
+    fn epochs_per_unit(&self) -> u64 {
+        self.grid.epochs_per_unit()
+    }
+    fn run_unit(&mut self, index: usize, repeat: u32, cx: &UnitCtx) -> Result<Vec<Run>, UnitError> {
+        let rc = self.engine.unit_ctx(cx);
+        self.grid.run_unit(index, repeat, &rc)
+    }
+    fn recover(&self) {
+        self.engine.device.empty_cache();
+    }
+}
+
+impl Engine for TorchEngine<'_> {
+    fn environment(&self) -> Environment {
+        crate::envinfo::environment(self.device)
+    }
+
+    fn device_name(&self) -> String {
+        self.device.info().name
+    }
+
+    fn notes(&self) -> Vec<String> {
+        if crate::device::reset_host_peak_rss() {
+            Vec::new()
+        } else {
+            vec!["Host peak RSS could not be reset between epochs (/proc/self/clear_refs refused): each figure is the process's peak so far.".into()]
+        }
+    }
+
+    fn experiment<'a>(
+        &'a self,
+        plan: &'a ExperimentPlan,
+        _suite: &'a Plan,
+    ) -> Result<Box<dyn Driven + 'a>, UnitError> {
+        if let ExperimentSpec::OomProbe { .. } = plan.spec {
+            return Ok(Box::new(oom_probe::OomProbe::new(
+                plan,
+                self.device,
+                self.seeds.weights,
+            )));
+        }
+        // Experiments are built before any unit runs: nothing to stop or
+        // report yet.
+        let setup = RunCtx {
+            device: self.device,
+            stop: &NEVER_STOP,
+            data_dir: self.data_dir,
+            seeds: self.seeds,
+            progress: &NoProgress,
+        };
+        let grid = grid_for(plan, &setup)?;
+        Ok(Box::new(TorchGrid { engine: self, grid }))
+    }
+}
+
+/// Build the grid experiment of a plan entry (every kind but the OOM probe).
+fn grid_for<'a>(
     plan: &ExperimentPlan,
     rc: &RunCtx,
-) -> Result<Option<Box<dyn GridExperiment>>, UnitError> {
+) -> Result<Box<dyn GridExperiment + 'a>, UnitError> {
     Ok(match &plan.spec {
-        ExperimentSpec::Compute { .. } => Some(Box::new(compute::Compute::new(plan, rc))),
-        ExperimentSpec::Transfer { .. } => Some(Box::new(transfer::Transfer::new(plan, rc))),
-        ExperimentSpec::BatchSweep { .. } => {
-            Some(Box::new(batch_sweep::BatchSweep::new(plan, rc)?))
+        ExperimentSpec::Compute { .. } => Box::new(compute::Compute::new(plan, rc)),
+        ExperimentSpec::Transfer { .. } => Box::new(transfer::Transfer::new(plan, rc)),
+        ExperimentSpec::BatchSweep { .. } => Box::new(batch_sweep::BatchSweep::new(plan, rc)?),
+        ExperimentSpec::OomProbe { .. } => {
+            unreachable!("the OOM probe is an adaptive experiment, built apart")
         }
-        ExperimentSpec::OomProbe { .. } => None,
-        ExperimentSpec::Loader(_) => Some(Box::new(
-            crate::loader::experiment::LoaderExperiment::new(plan, rc)?,
-        )),
-        ExperimentSpec::Stall(_) => Some(Box::new(
-            crate::loader::experiment::StallExperiment::new(plan, rc)?,
-        )),
+        ExperimentSpec::Loader(_) => {
+            Box::new(crate::loader::experiment::LoaderExperiment::new(plan, rc)?)
+        }
+        ExperimentSpec::Stall(_) => {
+            Box::new(crate::loader::experiment::StallExperiment::new(plan, rc)?)
+        }
     })
-}
-
-/// The configuration order of a repeat: ascending, descending, ascending, …
-pub fn order(configs: usize, repeat: u32) -> Vec<usize> {
-    let mut v: Vec<usize> = (0..configs).collect();
-    if repeat % 2 == 1 {
-        v.reverse();
-    }
-    v
-}
-
-/// Run every unit of a grid experiment, saving after each.
-pub fn drive(
-    bundle: &mut Bundle,
-    exp_index: usize,
-    grid: &mut dyn GridExperiment,
-    repeats: u32,
-    rc: &RunCtx,
-    save: &mut dyn FnMut(&Bundle),
-) -> Outcome {
-    let configs = bundle.experiments[exp_index].configurations.len();
-    let mut failures = 0;
-    for repeat in 0..repeats {
-        for ci in order(configs, repeat) {
-            if bundle.experiments[exp_index].configurations[ci]
-                .failure
-                .is_some()
-            {
-                continue;
-            }
-            if rc.stop.load(Ordering::Relaxed) {
-                return Outcome::Interrupted;
-            }
-            let cid = bundle.experiments[exp_index].configurations[ci].id.clone();
-            let result = catch_unwind(AssertUnwindSafe(|| {
-                if rc.inject_panic.as_deref() == Some(cid.as_str()) {
-                    panic!("injected panic in configuration {cid} (STALLSCOPE_INJECT_PANIC)");
-                }
-                grid.run_unit(ci, repeat, rc)
-            }));
-            let config = &mut bundle.experiments[exp_index].configurations[ci];
-            match result {
-                Ok(Ok(runs)) if runs.iter().any(|r| run_steps(r) == Some(0)) => {
-                    // An epoch with no batch measured nothing: a failure with
-                    // the reason, never a run with no stages and a rate of 0.
-                    failures += 1;
-                    config.failure = Some(Failure::Error {
-                        message: "an epoch held no batch (fewer samples than one batch, \
-                                  with drop_last); nothing was measured"
-                            .into(),
-                    });
-                }
-                Ok(Ok(runs)) => config.runs.extend(runs),
-                Ok(Err(UnitError::Interrupted)) => {
-                    config.failure = Some(Failure::Interrupted {
-                        message: format!(
-                            "Ctrl-C during repeat {repeat}; the runs of this repeat were abandoned, earlier repeats are kept"
-                        ),
-                    });
-                    save(bundle);
-                    return Outcome::Interrupted;
-                }
-                Ok(Err(UnitError::Recorded(failure))) => {
-                    failures += 1;
-                    config.failure = Some(*failure);
-                }
-                Ok(Err(UnitError::Failed(message))) => {
-                    failures += 1;
-                    config.failure = Some(Failure::Error { message });
-                }
-                Err(payload) => {
-                    failures += 1;
-                    config.failure = Some(Failure::Panic {
-                        message: panic_message(&payload),
-                    });
-                    rc.device.empty_cache();
-                }
-            }
-            save(bundle);
-        }
-    }
-    Outcome::Finished { failures }
-}
-
-/// Steps (or copies) a run timed, from whichever timing mode it carries.
-fn run_steps(run: &Run) -> Option<u64> {
-    run.whole_run
-        .as_ref()
-        .and_then(|w| w.steps)
-        .or_else(|| run.diagnostic.as_ref().and_then(|d| d.steps))
-}
-
-/// The text of a panic payload.
-pub fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "panic with a non-text payload".into())
 }
 
 /// The shared unit of the training experiments: for each timing mode a fresh
@@ -292,10 +249,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn orders_alternate() {
-        assert_eq!(order(3, 0), vec![0, 1, 2]);
-        assert_eq!(order(3, 1), vec![2, 1, 0]);
-        assert_eq!(order(3, 2), vec![0, 1, 2]);
+    fn batch_labels_group_thousands() {
         assert_eq!(batch_label(8192), "batch 8,192");
         assert_eq!(batch_label(32), "batch 32");
         assert_eq!(batch_label(131072), "batch 131,072");

@@ -5,53 +5,207 @@
 //! experiment is recorded as not applicable, with the reason.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use stallscope_bundle::{
-    Bundle, Configuration, Experiment, ExperimentKind, Failure, OomFailure, ParamValue, Phase, Run,
+    Configuration, Experiment, ExperimentKind, Failure, OomFailure, ParamValue, Phase, Run,
     TimingMode, WholeRun, analysis,
 };
 
-use super::{Outcome, RunCtx, batch_label, panic_message};
+use super::batch_label;
+use crate::driver::{Driven, UnitCtx, UnitError, panic_message};
 use crate::models::{ModelSpec, Trainer, synthetic_batch};
 use crate::shim;
 use crate::suite::{ExperimentPlan, ExperimentSpec};
 
-/// The experiment as recorded before any probe.
-pub fn skeleton(plan: &ExperimentPlan, rc: &RunCtx) -> Experiment {
-    let ExperimentSpec::OomProbe {
-        model,
-        memory_fraction,
-        start_batch,
-        max_batch,
-    } = &plan.spec
-    else {
-        unreachable!("oom_probe::skeleton is called for oom_probe plans only")
-    };
-    Experiment {
-        id: plan.id.clone(),
-        kind: ExperimentKind::OomProbe,
-        title: plan
-            .title
-            .clone()
-            .unwrap_or_else(|| "Largest batch under a memory cap".into()),
-        description: Some(format!(
-            "The caching allocator is capped at {memory_fraction} of the device's memory (per-process memory fraction). One training step of the {} on a synthetic batch is timed whole-run at batch sizes doubling from {start_batch} (at most {max_batch}), then bisecting between the last that fit and the first that failed. The failure is recorded with the error text, the cap, free/total and the allocator's counters; the process frees the failed step's tensors, empties the cache and goes on.",
-            model.name()
-        )),
-        swept: vec!["batch_size".into()],
-        settings: [
-            ("model".to_string(), ParamValue::from(model.name())),
-            ("data".to_string(), "synthetic".into()),
-            ("memory_fraction".to_string(), (*memory_fraction).into()),
-        ]
-        .into(),
-        baseline: None,
-        not_applicable: (!rc.device.is_cuda()).then(|| {
-            "needs a CUDA device: the CPU has no caching allocator with a memory cap, so an out-of-memory error cannot be provoked and recovered from safely".to_string()
-        }),
-        configurations: Vec::new(),
+/// The OOM probe as an adaptive experiment of the driver: it asks for its
+/// next batch from what it measured (doubling, then bisecting) and runs each
+/// once. On the CPU it is not applicable, with the reason.
+pub struct OomProbe<'a> {
+    plan: &'a ExperimentPlan,
+    device: &'a crate::device::DeviceCtx,
+    model: ModelSpec,
+    memory_fraction: f64,
+    start_batch: i64,
+    max_batch: i64,
+    /// Why it cannot run here, if it cannot.
+    not_applicable: Option<String>,
+    /// Batch size of each configuration, by index.
+    batches: Vec<i64>,
+    weight_seed: u64,
+}
+
+impl<'a> OomProbe<'a> {
+    pub fn new(
+        plan: &'a ExperimentPlan,
+        device: &'a crate::device::DeviceCtx,
+        weight_seed: u64,
+    ) -> Self {
+        let ExperimentSpec::OomProbe {
+            model,
+            memory_fraction,
+            start_batch,
+            max_batch,
+        } = plan.spec
+        else {
+            unreachable!("OomProbe::new is called for oom_probe plans only")
+        };
+        let not_applicable = if !device.is_cuda() {
+            Some("needs a CUDA device: the CPU has no caching allocator with a memory cap, so an out-of-memory error cannot be provoked and recovered from safely".to_string())
+        } else {
+            shim::set_allocator_settings(&format!("per_process_memory_fraction:{memory_fraction}"))
+                .err()
+                .map(|e| format!("could not set the per-process memory fraction: {e}"))
+        };
+        OomProbe {
+            plan,
+            device,
+            model,
+            memory_fraction,
+            start_batch,
+            max_batch,
+            not_applicable,
+            batches: Vec::new(),
+            weight_seed,
+        }
+    }
+}
+
+impl Driven for OomProbe<'_> {
+    fn skeleton(&self) -> Experiment {
+        let (model, memory_fraction) = (self.model, self.memory_fraction);
+        let (start_batch, max_batch) = (self.start_batch, self.max_batch);
+        Experiment {
+            id: self.plan.id.clone(),
+            kind: ExperimentKind::OomProbe,
+            title: self
+                .plan
+                .title
+                .clone()
+                .unwrap_or_else(|| "Largest batch under a memory cap".into()),
+            description: Some(format!(
+                "The caching allocator is capped at {memory_fraction} of the device's memory (per-process memory fraction). One training step of the {} on a synthetic batch is timed whole-run at batch sizes doubling from {start_batch} (at most {max_batch}), then bisecting between the last that fit and the first that failed. The failure is recorded with the error text, the cap, free/total and the allocator's counters; the process frees the failed step's tensors, empties the cache and goes on.",
+                model.name()
+            )),
+            swept: vec!["batch_size".into()],
+            settings: [
+                ("model".to_string(), ParamValue::from(model.name())),
+                ("data".to_string(), "synthetic".into()),
+                ("memory_fraction".to_string(), memory_fraction.into()),
+            ]
+            .into(),
+            baseline: None,
+            not_applicable: self.not_applicable.clone(),
+            configurations: Vec::new(),
+        }
+    }
+
+    fn epochs_per_unit(&self) -> u64 {
+        1
+    }
+
+    fn next_configuration(&mut self, measured: &Experiment) -> Option<Configuration> {
+        let batch_of = |c: &Configuration| {
+            c.params
+                .get("batch_size")
+                .and_then(ParamValue::as_f64)
+                .map(|b| b as i64)
+        };
+        let mut last_fit = None;
+        let mut first_fail: Option<i64> = None;
+        for c in &measured.configurations {
+            match &c.failure {
+                None => last_fit = last_fit.max(batch_of(c)),
+                Some(Failure::OutOfMemory(_)) => {
+                    first_fail = match (first_fail, batch_of(c)) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    }
+                }
+                // Any other failure (an unenforced cap, an error) ends it.
+                Some(_) => return None,
+            }
+        }
+        let batch = if measured.configurations.is_empty() {
+            self.start_batch
+        } else {
+            next_batch(last_fit, first_fail, self.max_batch)?
+        };
+        self.batches.push(batch);
+        let bytes =
+            (self.model.input_shape().iter().product::<i64>() * 4 + 8) as u64 * batch as u64;
+        Some(
+            Configuration::new(format!("bs{batch}"), batch_label(batch))
+                .with_param("batch_size", ParamValue::Int(batch))
+                .with_batch_bytes(bytes),
+        )
+    }
+
+    fn run_unit(
+        &mut self,
+        index: usize,
+        _repeat: u32,
+        cx: &UnitCtx,
+    ) -> Result<Vec<Run>, UnitError> {
+        let batch = self.batches[index];
+        let cuda = self
+            .device
+            .cuda_index()
+            .expect("not applicable without CUDA");
+        cx.progress.epoch(
+            &self.plan.id,
+            &format!("bs{batch}"),
+            0,
+            TimingMode::WholeRun,
+            0,
+        );
+        let probe = probe(
+            self.model,
+            batch,
+            cuda,
+            self.memory_fraction,
+            self.device,
+            self.weight_seed,
+        );
+        cx.progress.epoch_done();
+        match probe {
+            Probe::Fit(run) => {
+                // The cap is applied through the allocator's settings at run
+                // time; if a step reserved more than the cap, it was not
+                // enforced and nothing this probe finds means anything.
+                let cap = shim::cuda_mem_info(cuda)
+                    .ok()
+                    .map(|(_, total)| (total as f64 * self.memory_fraction) as u64);
+                let reserved = run
+                    .memory
+                    .as_ref()
+                    .and_then(|m| m.device_peak_reserved_bytes);
+                if let (Some(cap), Some(reserved)) = (cap, reserved)
+                    && reserved > cap
+                {
+                    return Err(UnitError::Failed(format!(
+                        "the memory cap was not enforced: this step reserved {reserved} bytes, above the cap of {cap} bytes ({} of the device); the probe stops here",
+                        self.memory_fraction
+                    )));
+                }
+                Ok(vec![*run])
+            }
+            Probe::Oom(oom) => Err(UnitError::Recorded(Box::new(Failure::OutOfMemory(*oom)))),
+            Probe::Failed(message) => Err(UnitError::Failed(message)),
+        }
+    }
+
+    fn arrange(&self, experiment: &mut Experiment) {
+        experiment.configurations.sort_by_key(|c| {
+            c.params
+                .get("batch_size")
+                .and_then(ParamValue::as_f64)
+                .map(|b| b as i64)
+        });
+    }
+
+    fn recover(&self) {
+        self.device.empty_cache();
     }
 }
 
@@ -59,114 +213,6 @@ enum Probe {
     Fit(Box<Run>),
     Oom(Box<OomFailure>),
     Failed(String),
-}
-
-/// Run the probe into `bundle.experiments[exp_index]`, saving after each batch.
-pub fn drive(
-    bundle: &mut Bundle,
-    exp_index: usize,
-    plan: &ExperimentPlan,
-    rc: &RunCtx,
-    save: &mut dyn FnMut(&Bundle),
-) -> Outcome {
-    let ExperimentSpec::OomProbe {
-        model,
-        memory_fraction,
-        start_batch,
-        max_batch,
-    } = plan.spec
-    else {
-        unreachable!("oom_probe::drive is called for oom_probe plans only")
-    };
-    let Some(index) = rc.device.cuda_index() else {
-        return Outcome::Finished { failures: 0 };
-    };
-    if let Err(e) =
-        shim::set_allocator_settings(&format!("per_process_memory_fraction:{memory_fraction}"))
-    {
-        bundle.experiments[exp_index].not_applicable = Some(format!(
-            "could not set the per-process memory fraction: {e}"
-        ));
-        save(bundle);
-        return Outcome::Finished { failures: 1 };
-    }
-    let mut last_fit: Option<i64> = None;
-    let mut first_fail: Option<i64> = None;
-    let mut batch = start_batch;
-    let mut failures = 0;
-    loop {
-        if rc.stop.load(Ordering::Relaxed) {
-            return Outcome::Interrupted;
-        }
-        rc.progress
-            .epoch(&plan.id, &format!("bs{batch}"), 0, TimingMode::WholeRun, 0);
-        let probe = probe(model, batch, index, memory_fraction, rc);
-        rc.progress.epoch_done();
-        let mut config = Configuration::new(format!("bs{batch}"), batch_label(batch))
-            .with_param("batch_size", ParamValue::Int(batch))
-            .with_batch_bytes(
-                (model.input_shape().iter().product::<i64>() * 4 + 8) as u64 * batch as u64,
-            );
-        let fit = match probe {
-            Probe::Fit(run) => {
-                // The cap is applied through the allocator's settings at run
-                // time; if a step reserved more than the cap, it was not
-                // enforced and nothing this probe finds means anything.
-                let cap = shim::cuda_mem_info(index)
-                    .ok()
-                    .map(|(_, total)| (total as f64 * memory_fraction) as u64);
-                let reserved = run
-                    .memory
-                    .as_ref()
-                    .and_then(|m| m.device_peak_reserved_bytes);
-                config.runs.push(*run);
-                if let (Some(cap), Some(reserved)) = (cap, reserved)
-                    && reserved > cap
-                {
-                    failures += 1;
-                    config.failure = Some(Failure::Error {
-                        message: format!(
-                            "the memory cap was not enforced: this step reserved {reserved} bytes, above the cap of {cap} bytes ({memory_fraction} of the device); the probe stops here"
-                        ),
-                    });
-                    bundle.experiments[exp_index].configurations.push(config);
-                    save(bundle);
-                    break;
-                }
-                true
-            }
-            Probe::Oom(oom) => {
-                config.failure = Some(Failure::OutOfMemory(*oom));
-                false
-            }
-            Probe::Failed(message) => {
-                failures += 1;
-                config.failure = Some(Failure::Error { message });
-                bundle.experiments[exp_index].configurations.push(config);
-                save(bundle);
-                break;
-            }
-        };
-        let exp = &mut bundle.experiments[exp_index];
-        exp.configurations.push(config);
-        exp.configurations.sort_by_key(|c| {
-            c.params
-                .get("batch_size")
-                .and_then(ParamValue::as_f64)
-                .map(|b| b as i64)
-        });
-        save(bundle);
-        if fit {
-            last_fit = Some(batch);
-        } else {
-            first_fail = Some(batch);
-        }
-        match next_batch(last_fit, first_fail, max_batch) {
-            Some(b) => batch = b,
-            None => break,
-        }
-    }
-    Outcome::Finished { failures }
 }
 
 /// The next batch to try: double until the first failure (or the maximum),
@@ -185,17 +231,18 @@ pub fn next_batch(last_fit: Option<i64>, first_fail: Option<i64>, max_batch: i64
 }
 
 /// One training step at `batch`, timed whole-run, or the OOM it raised.
-fn probe(model: ModelSpec, batch: i64, device: u32, fraction: f64, rc: &RunCtx) -> Probe {
-    let ctx = rc.device;
+fn probe(
+    model: ModelSpec,
+    batch: i64,
+    device: u32,
+    fraction: f64,
+    ctx: &crate::device::DeviceCtx,
+    weight_seed: u64,
+) -> Probe {
     ctx.empty_cache();
     ctx.reset_peaks();
     let result = catch_unwind(AssertUnwindSafe(|| -> Result<Run, tch::TchError> {
-        let mut trainer = Trainer::new(
-            model,
-            model.default_optimizer(),
-            ctx.device,
-            rc.seeds.weights,
-        )?;
+        let mut trainer = Trainer::new(model, model.default_optimizer(), ctx.device, weight_seed)?;
         let (x, y) = synthetic_batch(model, batch, ctx.device);
         ctx.synchronize();
         let t0 = Instant::now();

@@ -424,8 +424,7 @@ impl GridExperiment for LoaderExperiment {
                 swept.push(name.into());
             }
         }
-        const NO_WORKERS: &str =
-            "no workers: the loop builds each batch itself, so there is nothing to keep ahead or alive";
+        const NO_WORKERS: &str = "no workers: the loop builds each batch itself, so there is nothing to keep ahead or alive";
         let configurations = self
             .points
             .iter()

@@ -45,6 +45,21 @@ pub enum DataSpec {
     },
 }
 
+impl ExperimentSpec {
+    /// The bundle's kind of this experiment.
+    pub fn kind(&self) -> stallscope_bundle::ExperimentKind {
+        use stallscope_bundle::ExperimentKind as K;
+        match self {
+            ExperimentSpec::Compute { .. } => K::Compute,
+            ExperimentSpec::Transfer { .. } => K::Transfer,
+            ExperimentSpec::BatchSweep { .. } => K::BatchSweep,
+            ExperimentSpec::OomProbe { .. } => K::OomProbe,
+            ExperimentSpec::Loader(_) => K::Loader,
+            ExperimentSpec::Stall(_) => K::Stall,
+        }
+    }
+}
+
 /// What an experiment measures, with its grid.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExperimentSpec {

@@ -6,15 +6,16 @@
 //! - diagnostic: wait after the copy and after the compute of every step, and
 //!   time the host-side gather as the next-wait.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use stallscope_bundle::{
-    Configuration, Experiment, ExperimentKind, Failure, Memory, ParamValue, Phase, Run, StepSeries,
+    Configuration, Experiment, ExperimentKind, Memory, ParamValue, Phase, Run, StepSeries,
     TimingMode, WholeRun,
 };
 
-use super::{WgpuCtx, WgpuError, host_peak_rss_bytes, repeat_order};
+use super::{WgpuCtx, WgpuError, host_peak_rss_bytes};
+use crate::driver::{Driven, UnitCtx, UnitError};
 use crate::feed::{Order, epoch_indices};
 use crate::train::diagnostic_from_series;
 
@@ -28,7 +29,6 @@ pub struct LinearPlan {
     pub features: u32,
     pub classes: u32,
     pub batch_sizes: Vec<u32>,
-    pub repeats: u32,
     /// Epochs per repeat: the first is cold, later ones steady.
     pub epochs: u32,
     pub lr: f32,
@@ -439,119 +439,149 @@ fn epoch(
 }
 
 /// The linear classifier over batch sizes on wgpu (a `compute` or
-/// `batch_sweep` experiment), every configuration in both modes, cold and
-/// steady epochs, repeats in alternating order. `on_progress` sees the
-/// experiment after each configuration (so the caller can write the bundle);
-/// `stop` (Ctrl-C) is checked before each one. Returns the experiment and
-/// whether it was interrupted.
-pub fn linear_experiment(
-    ctx: &WgpuCtx,
-    id: &str,
-    kind: ExperimentKind,
-    title: &str,
-    plan: &LinearPlan,
-    stop: &AtomicBool,
-    mut on_progress: impl FnMut(&Experiment),
-) -> Result<(Experiment, bool), WgpuError> {
-    let (x, y) = generate_data(plan.samples, plan.features, plan.classes, plan.data_seed);
-    let weights = initial_weights(plan.features, plan.classes, plan.weight_seed);
-    let max_batch = plan
-        .batch_sizes
-        .iter()
-        .copied()
-        .max()
-        .unwrap_or(1)
-        .min(plan.samples.max(1));
-    let trainer = LinearTrainer::new(ctx, plan.features, plan.classes, max_batch, plan.lr)?;
-    let mut experiment = Experiment {
-        id: id.to_string(),
-        kind,
-        title: title.to_string(),
-        description: Some(format!(
-            "The seeds/000 linear classifier ({}→{}, softmax cross-entropy, SGD {}) trained as WGSL compute passes on {} ({:?}); batches gathered on the host and written to the device each step (workers = 0).",
-            plan.features, plan.classes, plan.lr, ctx.info.name, ctx.info.backend
-        )),
-        swept: vec!["batch_size".into()],
-        settings: [
-            ("model", ParamValue::from("linear")),
-            ("backend", ParamValue::from("wgpu")),
-            (
-                "data",
-                ParamValue::from(format!(
-                    "generated {}×{} float32",
-                    plan.samples, plan.features
-                )),
-            ),
-            ("classes", ParamValue::from(plan.classes)),
-            ("optimizer", ParamValue::from("sgd")),
-            ("lr", ParamValue::from(f64::from(plan.lr))),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect(),
-        baseline: plan.batch_sizes.first().map(|b| format!("bs{b}")),
-        not_applicable: None,
-        configurations: plan
+/// `batch_sweep` experiment): every configuration in both modes, cold and
+/// steady epochs, run unit by unit by the driver.
+pub struct WgpuLinear<'a> {
+    ctx: &'a WgpuCtx,
+    plan: LinearPlan,
+    trainer: LinearTrainer<'a>,
+    x: Vec<f32>,
+    y: Vec<u32>,
+    weights: Vec<f32>,
+    experiment: Experiment,
+}
+
+impl<'a> WgpuLinear<'a> {
+    pub fn new(
+        ctx: &'a WgpuCtx,
+        id: &str,
+        kind: ExperimentKind,
+        title: &str,
+        plan: LinearPlan,
+    ) -> Result<Self, WgpuError> {
+        let (x, y) = generate_data(plan.samples, plan.features, plan.classes, plan.data_seed);
+        let weights = initial_weights(plan.features, plan.classes, plan.weight_seed);
+        let max_batch = plan
             .batch_sizes
             .iter()
-            .map(|b| {
-                Configuration::new(format!("bs{b}"), format!("batch {b}"))
-                    .with_param("batch_size", *b)
-                    .with_batch_bytes(u64::from(*b) * (u64::from(plan.features) * 4 + 4))
-            })
+            .copied()
+            .max()
+            .unwrap_or(1)
+            .min(plan.samples.max(1));
+        let trainer = LinearTrainer::new(ctx, plan.features, plan.classes, max_batch, plan.lr)?;
+        let experiment = Experiment {
+            id: id.to_string(),
+            kind,
+            title: title.to_string(),
+            description: Some(format!(
+                "The seeds/000 linear classifier ({}→{}, softmax cross-entropy, SGD {}) trained as WGSL compute passes on {} ({:?}); batches gathered on the host and written to the device each step (workers = 0).",
+                plan.features, plan.classes, plan.lr, ctx.info.name, ctx.info.backend
+            )),
+            swept: vec!["batch_size".into()],
+            settings: [
+                ("model", ParamValue::from("linear")),
+                ("backend", ParamValue::from("wgpu")),
+                (
+                    "data",
+                    ParamValue::from(format!(
+                        "generated {}×{} float32 from N(0, 1) (seed {}), the same bytes as on libtorch",
+                        plan.samples, plan.features, plan.data_seed
+                    )),
+                ),
+                ("classes", ParamValue::from(plan.classes)),
+                ("optimizer", ParamValue::from("sgd")),
+                ("lr", ParamValue::from(f64::from(plan.lr))),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
             .collect(),
-    };
-    for repeat in 0..plan.repeats {
-        for ci in repeat_order(plan.batch_sizes.len(), repeat) {
-            if stop.load(Ordering::Relaxed) {
-                return Ok((experiment, true));
-            }
-            let batch = plan.batch_sizes[ci];
-            let result = (|| -> Result<Vec<Run>, WgpuError> {
-                let mut runs = Vec::new();
-                for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
-                    trainer.set_weights(&weights);
-                    // Warm-up step of the same shape, outside the timed region.
-                    let warm: Vec<u64> = (0..u64::from(batch.min(plan.samples))).collect();
-                    let (mut xb, mut yb) = (Vec::new(), Vec::new());
-                    gather(&x, &y, plan.features as usize, &warm, &mut xb, &mut yb);
-                    trainer.write_batch(&xb, &yb);
-                    trainer.submit_step(yb.len() as u32);
-                    trainer.set_weights(&weights);
-                    ctx.wait()?;
-                    for e in 0..plan.epochs {
-                        let order = Order::Shuffled {
-                            seed: plan.shuffle_seed,
-                        };
-                        let batches =
-                            epoch_indices(order, plan.samples as usize, batch as usize, false, e);
-                        runs.push(epoch(
-                            &trainer,
-                            &x,
-                            &y,
-                            &batches,
-                            mode.clone(),
-                            repeat,
-                            e,
-                            plan.record_steps,
-                        )?);
-                    }
-                }
-                Ok(runs)
-            })();
-            let config = &mut experiment.configurations[ci];
-            match result {
-                Ok(runs) => config.runs.extend(runs),
-                Err(e) => {
-                    config.failure = Some(Failure::Error {
-                        message: e.to_string(),
-                    })
-                }
-            }
-            on_progress(&experiment);
-        }
+            baseline: plan.batch_sizes.first().map(|b| format!("bs{b}")),
+            not_applicable: None,
+            configurations: plan
+                .batch_sizes
+                .iter()
+                .map(|b| {
+                    Configuration::new(format!("bs{b}"), format!("batch {b}"))
+                        .with_param("batch_size", ParamValue::from(*b))
+                        .with_batch_bytes(u64::from(*b) * (u64::from(plan.features) * 4 + 4))
+                })
+                .collect(),
+        };
+        Ok(WgpuLinear {
+            ctx,
+            plan,
+            trainer,
+            x,
+            y,
+            weights,
+            experiment,
+        })
     }
-    Ok((experiment, false))
+
+    fn unit(&self, batch: u32, repeat: u32, cx: &UnitCtx) -> Result<Vec<Run>, WgpuError> {
+        let (plan, trainer) = (&self.plan, &self.trainer);
+        let mut runs = Vec::new();
+        for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
+            trainer.set_weights(&self.weights);
+            // Warm-up step of the same shape, outside the timed region.
+            let warm: Vec<u64> = (0..u64::from(batch.min(plan.samples))).collect();
+            let (mut xb, mut yb) = (Vec::new(), Vec::new());
+            gather(
+                &self.x,
+                &self.y,
+                plan.features as usize,
+                &warm,
+                &mut xb,
+                &mut yb,
+            );
+            trainer.write_batch(&xb, &yb);
+            trainer.submit_step(yb.len() as u32);
+            trainer.set_weights(&self.weights);
+            self.ctx.wait()?;
+            for e in 0..plan.epochs {
+                if cx.stop.load(Ordering::Relaxed) {
+                    return Err(WgpuError::Interrupted);
+                }
+                let cid = format!("bs{batch}");
+                cx.progress
+                    .epoch(&self.experiment.id, &cid, repeat, mode.clone(), e);
+                let order = Order::Shuffled {
+                    seed: plan.shuffle_seed,
+                };
+                let batches = epoch_indices(order, plan.samples as usize, batch as usize, false, e);
+                runs.push(epoch(
+                    trainer,
+                    &self.x,
+                    &self.y,
+                    &batches,
+                    mode.clone(),
+                    repeat,
+                    e,
+                    plan.record_steps,
+                )?);
+                cx.progress.epoch_done();
+            }
+        }
+        Ok(runs)
+    }
+}
+
+impl Driven for WgpuLinear<'_> {
+    fn skeleton(&self) -> Experiment {
+        self.experiment.clone()
+    }
+
+    fn epochs_per_unit(&self) -> u64 {
+        2 * u64::from(self.plan.epochs)
+    }
+
+    fn run_unit(&mut self, index: usize, repeat: u32, cx: &UnitCtx) -> Result<Vec<Run>, UnitError> {
+        self.unit(self.plan.batch_sizes[index], repeat, cx)
+            .map_err(|e| match e {
+                WgpuError::Interrupted => UnitError::Interrupted,
+                other => UnitError::Failed(other.to_string()),
+            })
+    }
 }
 
 #[cfg(test)]
@@ -629,7 +659,6 @@ mod tests {
             features: 64,
             classes: 4,
             batch_sizes: vec![64, 128],
-            repeats: 2,
             epochs: 2,
             lr: 0.01,
             weight_seed: 1,
@@ -637,18 +666,16 @@ mod tests {
             shuffle_seed: 42,
             record_steps: true,
         };
-        let stop = AtomicBool::new(false);
-        let (e, interrupted) = linear_experiment(
+        let mut linear = WgpuLinear::new(
             &ctx,
             "compute_wgpu",
             ExperimentKind::Compute,
-            "linear on wgpu",
-            &plan,
-            &stop,
-            |_| {},
+            "linear",
+            plan,
         )
         .unwrap();
-        assert!(!interrupted);
+        let (e, outcome) = crate::driver::drive_alone(&mut linear, 2);
+        assert_eq!(outcome, crate::driver::Outcome::Finished { failures: 0 });
         assert_eq!(e.configurations.len(), 2);
         for c in &e.configurations {
             assert!(c.failure.is_none(), "{:?}", c.failure);
@@ -657,8 +684,10 @@ mod tests {
                 match &r.timing_mode {
                     TimingMode::WholeRun => {
                         let w = r.whole_run.as_ref().unwrap();
+                        let batch = c.params["batch_size"].as_f64().unwrap() as u64;
                         assert_eq!(w.samples, Some(512));
-                        assert_eq!(w.samples_per_s, Some(512.0 / w.seconds.unwrap()));
+                        assert_eq!(w.steps, Some(512 / batch));
+                        assert!(w.seconds.unwrap() > 0.0);
                     }
                     TimingMode::Diagnostic => {
                         let d = r.diagnostic.as_ref().unwrap();

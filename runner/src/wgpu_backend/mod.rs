@@ -7,11 +7,13 @@
 //! A wgpu queue submission returns before the device has finished, exactly
 //! like a CUDA launch, so the methodology's rules apply unchanged.
 
+mod engine;
 mod linear;
 mod transfer;
 
-pub use linear::{LinearPlan, LinearTrainer, linear_experiment};
-pub use transfer::{TransferPlan, transfer_experiment};
+pub use engine::WgpuEngine;
+pub use linear::{LinearPlan, LinearTrainer, WgpuLinear};
+pub use transfer::{TransferPlan, WgpuTransfer};
 
 use stallscope_bundle::{DeviceInfo, DeviceKind, WgpuInfo};
 
@@ -33,6 +35,8 @@ pub enum WgpuError {
     Map(String),
     #[error("{0}")]
     Invalid(String),
+    #[error("interrupted (Ctrl-C)")]
+    Interrupted,
 }
 
 /// The device, its queue and what to record about them; built once.
@@ -126,32 +130,10 @@ impl WgpuCtx {
     }
 }
 
-/// Configurations in ascending order for even repeats and descending for odd
-/// ones (ascending, descending, ascending…), so drift favours neither end.
-pub(crate) fn repeat_order(n: usize, repeat: u32) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n).collect();
-    if repeat % 2 == 1 {
-        order.reverse();
-    }
-    order
-}
-
 /// Host peak resident memory of this process (VmHWM), when /proc has it.
 pub(crate) fn host_peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn repeats_alternate_the_order() {
-        assert_eq!(repeat_order(3, 0), [0, 1, 2]);
-        assert_eq!(repeat_order(3, 1), [2, 1, 0]);
-        assert_eq!(repeat_order(3, 2), [0, 1, 2]);
-    }
 }

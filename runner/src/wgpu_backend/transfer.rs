@@ -2,15 +2,15 @@
 //! buffer), reported as bytes per second per size, in both timing modes:
 //! whole-run queues every copy and waits once; diagnostic waits after each.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use stallscope_bundle::{
-    Configuration, Experiment, ExperimentKind, Failure, Memory, ParamValue, Phase, Run, StepSeries,
+    Configuration, Experiment, ExperimentKind, Memory, ParamValue, Phase, Run, StepSeries,
     TimingMode, WholeRun,
 };
 
-use super::{WgpuCtx, WgpuError, host_peak_rss_bytes, repeat_order};
+use super::{WgpuCtx, WgpuError, host_peak_rss_bytes};
+use crate::driver::{Driven, UnitCtx, UnitError};
 use crate::train::diagnostic_from_series;
 
 /// What to run.
@@ -19,7 +19,6 @@ pub struct TransferPlan {
     pub sizes_bytes: Vec<u64>,
     /// Copies per run.
     pub copies: u32,
-    pub repeats: u32,
 }
 
 fn one_size(ctx: &WgpuCtx, size: u64, copies: u32, repeat: u32) -> Result<Vec<Run>, WgpuError> {
@@ -112,65 +111,78 @@ fn one_size(ctx: &WgpuCtx, size: u64, copies: u32, repeat: u32) -> Result<Vec<Ru
     Ok(runs)
 }
 
-/// The `transfer` experiment on wgpu: one configuration per size. Returns
-/// the experiment and whether `stop` (Ctrl-C) interrupted it.
-pub fn transfer_experiment(
-    ctx: &WgpuCtx,
-    id: &str,
-    title: &str,
-    plan: &TransferPlan,
-    stop: &AtomicBool,
-    mut on_progress: impl FnMut(&Experiment),
-) -> (Experiment, bool) {
-    let mut experiment = Experiment {
-        id: id.to_string(),
-        kind: ExperimentKind::Transfer,
-        title: title.to_string(),
-        description: Some(format!(
-            "Queue::write_buffer from host memory into a device buffer on {} ({:?}); wgpu stages the copy itself, so there is no pageable/pinned or stream choice here. The diagnostic compute stage is empty (no kernel runs).",
-            ctx.info.name, ctx.info.backend
-        )),
-        swept: vec!["size_bytes".into()],
-        settings: [
-            ("backend".to_string(), ParamValue::from("wgpu")),
-            ("copies".to_string(), ParamValue::from(plan.copies)),
-        ]
-        .into_iter()
-        .collect(),
-        baseline: plan.sizes_bytes.first().map(|s| format!("size{s}")),
-        not_applicable: None,
-        configurations: plan
-            .sizes_bytes
-            .iter()
-            .map(|s| {
-                Configuration::new(
-                    format!("size{s}"),
-                    stallscope_bundle::analysis::show_bytes(*s as f64),
-                )
-                .with_param("size_bytes", ParamValue::Int(*s as i64))
-                .with_batch_bytes(*s)
-            })
+/// The `transfer` experiment on wgpu: one configuration per size, run unit
+/// by unit by the driver.
+pub struct WgpuTransfer<'a> {
+    ctx: &'a WgpuCtx,
+    plan: TransferPlan,
+    experiment: Experiment,
+}
+
+impl<'a> WgpuTransfer<'a> {
+    pub fn new(ctx: &'a WgpuCtx, id: &str, title: &str, plan: TransferPlan) -> Self {
+        let experiment = Experiment {
+            id: id.to_string(),
+            kind: ExperimentKind::Transfer,
+            title: title.to_string(),
+            description: Some(format!(
+                "Queue::write_buffer from host memory into a device buffer on {} ({:?}); wgpu stages the copy itself, so there is no pageable/pinned or stream choice here. The diagnostic compute stage is empty (no kernel runs).",
+                ctx.info.name, ctx.info.backend
+            )),
+            swept: vec!["size_bytes".into()],
+            settings: [
+                ("backend".to_string(), ParamValue::from("wgpu")),
+                ("copies".to_string(), ParamValue::from(plan.copies)),
+            ]
+            .into_iter()
             .collect(),
-    };
-    for repeat in 0..plan.repeats {
-        for ci in repeat_order(plan.sizes_bytes.len(), repeat) {
-            if stop.load(Ordering::Relaxed) {
-                return (experiment, true);
-            }
-            let result = one_size(ctx, plan.sizes_bytes[ci], plan.copies, repeat);
-            let c = &mut experiment.configurations[ci];
-            match result {
-                Ok(runs) => c.runs.extend(runs),
-                Err(e) => {
-                    c.failure = Some(Failure::Error {
-                        message: e.to_string(),
-                    })
-                }
-            }
-            on_progress(&experiment);
+            baseline: plan.sizes_bytes.first().map(|s| format!("size{s}")),
+            not_applicable: None,
+            configurations: plan
+                .sizes_bytes
+                .iter()
+                .map(|s| {
+                    Configuration::new(
+                        format!("size{s}"),
+                        stallscope_bundle::analysis::show_bytes(*s as f64),
+                    )
+                    .with_param("size_bytes", ParamValue::Int(*s as i64))
+                    .with_batch_bytes(*s)
+                })
+                .collect(),
+        };
+        WgpuTransfer {
+            ctx,
+            plan,
+            experiment,
         }
     }
-    (experiment, false)
+}
+
+impl Driven for WgpuTransfer<'_> {
+    fn skeleton(&self) -> Experiment {
+        self.experiment.clone()
+    }
+
+    fn epochs_per_unit(&self) -> u64 {
+        2
+    }
+
+    fn run_unit(&mut self, index: usize, repeat: u32, cx: &UnitCtx) -> Result<Vec<Run>, UnitError> {
+        let id = &self.experiment.configurations[index].id;
+        cx.progress
+            .epoch(&self.experiment.id, id, repeat, TimingMode::WholeRun, 0);
+        let runs = one_size(
+            self.ctx,
+            self.plan.sizes_bytes[index],
+            self.plan.copies,
+            repeat,
+        )
+        .map_err(|e| UnitError::Failed(e.to_string()));
+        cx.progress.epoch_done();
+        cx.progress.epoch_done();
+        runs
+    }
 }
 
 #[cfg(test)]
@@ -183,16 +195,10 @@ mod tests {
         let plan = TransferPlan {
             sizes_bytes: vec![4096, 1 << 20],
             copies: 8,
-            repeats: 1,
         };
-        let (e, _) = transfer_experiment(
-            &ctx,
-            "transfer_wgpu",
-            "copies",
-            &plan,
-            &AtomicBool::new(false),
-            |_| {},
-        );
+        let mut t = WgpuTransfer::new(&ctx, "transfer_wgpu", "copies", plan);
+        let (e, outcome) = crate::driver::drive_alone(&mut t, 1);
+        assert_eq!(outcome, crate::driver::Outcome::Finished { failures: 0 });
         for c in &e.configurations {
             assert!(c.failure.is_none(), "{:?}", c.failure);
             let w = c
