@@ -44,12 +44,12 @@ fn fault_from_env(config_id: &str) -> Option<Fault> {
 
 /// One loader configuration of a sweep.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Point {
-    pub(super) workers: usize,
-    pub(super) kind: WorkerKind,
-    pub(super) prefetch: usize,
-    pub(super) persistent: bool,
-    pub(super) pinned: bool,
+pub(crate) struct Point {
+    pub(crate) workers: usize,
+    pub(crate) kind: WorkerKind,
+    pub(crate) prefetch: usize,
+    pub(crate) persistent: bool,
+    pub(crate) pinned: bool,
 }
 
 /// What both experiments share: the data, the model, the loader basics.
@@ -319,6 +319,40 @@ pub(super) fn recorded(err: UnitError, last_error: &Arc<Mutex<Option<LoaderError
     }
 }
 
+/// Every point of a loader sweep, in the suite's order. At workers 0 only
+/// `pinned` varies: kind, prefetch and persistence have no meaning there.
+pub(crate) fn points(lp: &LoaderPlan) -> Vec<Point> {
+    let mut points = Vec::new();
+    for &workers in &lp.workers {
+        for &pinned in &lp.pinned {
+            if workers == 0 {
+                points.push(Point {
+                    workers,
+                    kind: WorkerKind::Threads,
+                    prefetch: 0,
+                    persistent: false,
+                    pinned,
+                });
+                continue;
+            }
+            for &kind in &lp.kinds {
+                for &prefetch in &lp.prefetch {
+                    for &persistent in &lp.persistent {
+                        points.push(Point {
+                            workers,
+                            kind,
+                            prefetch,
+                            persistent,
+                            pinned,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    points
+}
+
 /// `kind = "loader"`: the knobs swept.
 pub struct LoaderExperiment {
     common: Common,
@@ -330,41 +364,14 @@ impl LoaderExperiment {
         let ExperimentSpec::Loader(lp) = &plan.spec else {
             unreachable!("LoaderExperiment::new is called for loader plans only")
         };
-        let mut points = Vec::new();
-        for &workers in &lp.workers {
-            for &pinned in &lp.pinned {
-                if workers == 0 {
-                    points.push(Point {
-                        workers,
-                        kind: WorkerKind::Threads,
-                        prefetch: 0,
-                        persistent: false,
-                        pinned,
-                    });
-                    continue;
-                }
-                for &kind in &lp.kinds {
-                    for &prefetch in &lp.prefetch {
-                        for &persistent in &lp.persistent {
-                            points.push(Point {
-                                workers,
-                                kind,
-                                prefetch,
-                                persistent,
-                                pinned,
-                            });
-                        }
-                    }
-                }
-            }
-        }
+        let points = points(lp);
         Ok(LoaderExperiment {
             common: Common::new(plan, lp, rc)?,
             points,
         })
     }
 
-    fn point_id(p: Point) -> String {
+    pub(crate) fn point_id(p: Point) -> String {
         if p.workers == 0 {
             format!("w0-pin{}", p.pinned as u8)
         } else {

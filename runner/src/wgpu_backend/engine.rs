@@ -1,12 +1,13 @@
 //! The wgpu engine: any Vulkan/Metal/DX12 adapter (Debian's lavapipe
 //! without a GPU). It runs `compute` and `batch_sweep` experiments of the
-//! seeds/000 linear model (as WGSL passes) and `transfer` experiments
-//! through the one driver; every other experiment is recorded as not
+//! seeds/000 linear model (as WGSL passes), `transfer` experiments, and
+//! `loader` and `stall` experiments fed by the native loader, through the
+//! one driver; every other experiment is recorded as not
 //! applicable, with the reason.
 
 use stallscope_bundle::{Environment, Experiment, ExperimentKind, PrecisionInfo};
 
-use super::{LinearPlan, TransferPlan, WgpuCtx, WgpuError, WgpuLinear, WgpuTransfer};
+use super::{LinearPlan, TransferPlan, WgpuCtx, WgpuError, WgpuLinear, WgpuTransfer, loader};
 use crate::driver::{Driven, NotApplicable, UnitError};
 use crate::engine::Engine;
 use crate::envinfo;
@@ -70,6 +71,10 @@ impl Engine for WgpuEngine {
             Ok(WgpuWork::Transfer(plan)) => {
                 Box::new(WgpuTransfer::new(&self.ctx, &p.id, &title(p), plan))
             }
+            Ok(WgpuWork::Loader) => Box::new(
+                loader::WgpuLoader::new(&self.ctx, p, suite.seed, suite.data_seed, suite.seed)
+                    .map_err(fail)?,
+            ),
             Err(reason) => Box::new(NotApplicable::new(not_applicable(p, &reason))),
         })
     }
@@ -81,6 +86,8 @@ pub(crate) enum WgpuWork {
         plan: LinearPlan,
     },
     Transfer(TransferPlan),
+    /// `loader` and `stall`: the native loader feeding the linear step.
+    Loader,
 }
 
 fn title(p: &ExperimentPlan) -> String {
@@ -130,8 +137,10 @@ pub(crate) fn wgpu_plan(p: &ExperimentPlan, plan: &Plan) -> Result<WgpuWork, Str
         ExperimentSpec::OomProbe { .. } => Err(
             "the OOM probe caps the CUDA caching allocator's memory fraction; wgpu has no such allocator".into(),
         ),
-        #[allow(unreachable_patterns)]
-        _ => Err("the wgpu back end does not run this kind of experiment (the loader feeds libtorch tensors)".into()),
+        ExperimentSpec::Loader(lp) | ExperimentSpec::Stall(lp) => match loader::unsupported(lp) {
+            Some(reason) => Err(reason),
+            None => Ok(WgpuWork::Loader),
+        },
     }
 }
 

@@ -9,6 +9,7 @@
 
 mod engine;
 mod linear;
+mod loader;
 mod transfer;
 
 pub use engine::WgpuEngine;

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::format::{Configuration, Engine, Experiment, ExperimentKind, Failure, ParamValue, Run};
+use crate::format::{
+    Configuration, Engine, Experiment, ExperimentKind, Failure, ParamValue, Phase, Run, TimingMode,
+};
 
 /// What an absent `engine` means.
 static NATIVE: Engine = Engine::Native;
@@ -123,5 +125,30 @@ impl Experiment {
     pub fn with_configurations(mut self, configurations: Vec<Configuration>) -> Self {
         self.configurations = configurations;
         self
+    }
+}
+
+impl Run {
+    /// A run with its place (mode, repeat, epoch, phase) and no figures yet.
+    pub fn new(
+        id: impl Into<String>,
+        timing_mode: TimingMode,
+        repeat: u32,
+        epoch: u32,
+        phase: Phase,
+    ) -> Self {
+        Run {
+            id: id.into(),
+            timing_mode,
+            repeat,
+            epoch,
+            phase,
+            summary_of: None,
+            whole_run: None,
+            diagnostic: None,
+            memory: None,
+            loader: None,
+            steps: None,
+        }
     }
 }
