@@ -3,7 +3,7 @@
 //! shown, its unknown experiment kind as a plain table with a note that it is
 //! from a newer format, and a knob that does not apply as "—" with its reason.
 use super::*;
-use anyhow::{Result, ensure};
+use anyhow::{Result, bail, ensure};
 use serde_json::json;
 
 /// Where `run` copies the fixture inside the site.
@@ -20,7 +20,17 @@ pub(super) fn unknown_kind_shown_with_newer_format_note(ctx: &Ctx) -> Result<()>
         "{}?bundle={NEWER_MINOR_SITE_PATH}#/b/{BUNDLE_ID}/e/tokenizer",
         ctx.url
     ))?;
-    ctx.browser.wait_for("the bundles to load", LOADED, WAIT)?;
+    if let Err(e) = ctx.browser.wait_for(
+        "the newer-minor bundle's page",
+        "return !document.querySelector('.pending') && !!document.querySelector('.experiment-title, .load-error');",
+        WAIT,
+    ) {
+        let page = ctx.browser.eval(
+            "return [location.href, document.querySelector('main') ? document.querySelector('main').innerText.slice(0, 400) : null];",
+            json!([]),
+        )?;
+        bail!("{e:#}; the page is {page}");
+    }
     let errors = ctx.browser.eval(
         "return [...document.querySelectorAll('.load-error')].map(e=>e.textContent);",
         json!([]),
@@ -69,8 +79,14 @@ pub(super) fn unknown_kind_shown_with_newer_format_note(ctx: &Ctx) -> Result<()>
     );
     ctx.shot("newer-minor-unknown-kind")?;
 
-    // The known kind beside it, with a knob that does not apply.
-    ctx.open_experiment(BUNDLE_ID, "loader")?;
+    // The known kind beside it, with a knob that does not apply (the page
+    // reloads, so the bundle is named again).
+    ctx.browser.goto(&format!(
+        "{}?bundle={NEWER_MINOR_SITE_PATH}#/b/{BUNDLE_ID}/e/loader",
+        ctx.url
+    ))?;
+    ctx.browser
+        .wait_for("the loader experiment page", EXPERIMENT_READY, WAIT)?;
     let cell = ctx.browser.eval(
         "const c=document.querySelector(\"tr[data-config='w0'] td.param.not-applicable[data-param='prefetch']\"); return c ? [c.textContent.trim(), c.title] : null;",
         json!([]),
