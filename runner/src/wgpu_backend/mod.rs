@@ -13,7 +13,7 @@ mod loader;
 mod transfer;
 
 pub use engine::WgpuEngine;
-pub use linear::{LinearPlan, LinearTrainer, WgpuLinear};
+pub use linear::{LinearPlan, LinearTrainer, WgpuLinear, generate_data};
 pub use transfer::{TransferPlan, WgpuTransfer};
 
 use stallscope_bundle::{DeviceInfo, DeviceKind, WgpuInfo};
