@@ -22,6 +22,10 @@ torchlib=$("$python" -c "import torch, os; print(os.path.join(torch.__path__[0],
 export LD_LIBRARY_PATH="$torchlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export STALLSCOPE_LIBTORCH="$torchlib"
 mkdir -p "$out"
+# Process workers run the loader's small binary, built beside the runner
+# (`cargo xtask build`); carry both.
+worker=$(dirname "$bin")/stallscope-loader-worker
+[ -x "$worker" ] || { echo "gpu-check: $worker is missing; build it with cargo xtask build" >&2; exit 2; }
 
 "$bin" env --device cuda:0 --json > "$out/env.json"
 "$bin" env --device cuda:0

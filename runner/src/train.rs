@@ -92,19 +92,7 @@ pub fn run_epoch(
     slot: EpochSlot,
     stop: &AtomicBool,
 ) -> Result<Run, LoopError> {
-    let mut run = Run {
-        id: slot.run_id(),
-        timing_mode: slot.mode.clone(),
-        repeat: slot.repeat,
-        epoch: slot.epoch,
-        phase: slot.phase(),
-        summary_of: None,
-        whole_run: None,
-        diagnostic: None,
-        memory: None,
-        loader: None,
-        steps: None,
-    };
+    let mut run = Run::new(slot.run_id(), slot.mode.clone(), slot.repeat, slot.epoch, slot.phase());
     match slot.mode {
         TimingMode::WholeRun => {
             run.whole_run = Some(whole_run_epoch(trainer, feed, ctx, copy, slot.epoch, stop)?)
