@@ -421,7 +421,8 @@ mod tests {
 
     #[test]
     fn a_libtorch_of_another_version_is_refused_by_name() {
-        let root = std::env::temp_dir().join(format!("stallscope-torch-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
         let lib = root.join("lib");
         std::fs::create_dir_all(&lib).unwrap();
         std::fs::write(root.join("version.py"), "__version__ = '2.5.1+cu121'\n").unwrap();
@@ -444,7 +445,6 @@ mod tests {
             e.contains("cannot load") && e.contains("libtorch_cuda.so"),
             "{e}"
         );
-        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -4,8 +4,18 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use tempfile::TempDir;
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
+}
+
+/// A fresh temporary folder, removed when the test ends.
+fn temp_dir(name: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("stallscope-{name}-"))
+        .tempdir()
+        .expect("a temporary folder")
 }
 
 fn stallscope(args: &[&str]) -> Output {
@@ -21,9 +31,9 @@ const MEASURED: &str = "measured/cpu-quickstart-quick.json";
 /// A temp folder holding `before.json` (the measured fixture) and
 /// `after.json`, in which batch_sweep/bs64's whole-run epochs took 1.25× as
 /// long: a synthetic regression made here, never a fixture.
-fn before_and_after(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stallscope-cmp-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+fn before_and_after(tag: &str) -> TempDir {
+    let tmp = temp_dir(&format!("cmp-{tag}"));
+    let dir = tmp.path();
     let text = std::fs::read_to_string(fixtures().join(MEASURED)).unwrap();
     std::fs::write(dir.join("before.json"), &text).unwrap();
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -51,13 +61,14 @@ fn before_and_after(tag: &str) -> PathBuf {
         }
     }
     std::fs::write(dir.join("after.json"), serde_json::to_string(&v).unwrap()).unwrap();
-    dir
+    tmp
 }
 
 /// `stallscope compare before.json after.json --threshold T` on the pair
 /// made by [`before_and_after`]; the output and its text.
 fn compare_before_after(tag: &str, threshold: &str) -> (Output, String, String) {
-    let dir = before_and_after(tag);
+    let tmp = before_and_after(tag);
+    let dir = tmp.path();
     let o = stallscope(&[
         "compare",
         dir.join("before.json").to_str().unwrap(),
@@ -65,7 +76,6 @@ fn compare_before_after(tag: &str, threshold: &str) -> (Output, String, String) 
         "--threshold",
         threshold,
     ]);
-    std::fs::remove_dir_all(&dir).ok();
     let (out, err) = text(&o);
     (o, out, err)
 }
@@ -138,14 +148,12 @@ fn validate_names_a_missing_file() {
 
 #[test]
 fn validate_refuses_a_50_megabyte_file_without_reading_it_whole() {
-    let dir = std::env::temp_dir().join(format!("stallscope-big-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let big = dir.join("big.json");
+    let tmp = temp_dir("big");
+    let big = tmp.path().join("big.json");
     let f = std::fs::File::create(&big).unwrap();
     f.set_len(50 * 1000 * 1000).unwrap();
     let o = stallscope(&["validate", big.to_str().unwrap()]);
     let (_, err) = text(&o);
-    std::fs::remove_dir_all(&dir).ok();
     assert_eq!(o.status.code(), Some(1));
     assert!(
         err.contains("big.json: the file is 50000000 bytes") && err.contains("at most"),
@@ -210,13 +218,11 @@ fn compare_refuses_diagnostic_against_whole_run() {
             .unwrap()
             .retain(|r| r["timing_mode"] == "diagnostic");
     }
-    let dir = std::env::temp_dir().join(format!("stallscope-diag-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("diagnostic-only.json");
+    let tmp = temp_dir("diag");
+    let p = tmp.path().join("diagnostic-only.json");
     std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
     let o = stallscope(&["compare", MEASURED, p.to_str().unwrap()]);
     let (out, _) = text(&o);
-    std::fs::remove_dir_all(&dir).ok();
     assert!(
         out.contains("refused: one side has only diagnostic figures"),
         "{out}"

@@ -74,8 +74,8 @@ fn run_with_pid(args: &[&str], envs: &[(&str, &str)]) -> (u32, std::process::Out
 fn a_loader_sweep_records_both_modes_cold_and_steady_and_the_loader_stats() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = temp_dir("loader-sweep");
-    let suite = write_suite(&dir, "loader.toml", LOADER_SUITE);
-    let out = dir.join("out");
+    let suite = write_suite(dir.path(), "loader.toml", LOADER_SUITE);
+    let out = dir.path().join("out");
     let (pid, o) = run_with_pid(
         &[
             "run",
@@ -142,8 +142,8 @@ fn a_loader_sweep_records_both_modes_cold_and_steady_and_the_loader_stats() {
 fn a_dying_worker_process_is_recorded_with_worker_and_sample_and_the_rest_is_kept() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = temp_dir("loader-abort");
-    let suite = write_suite(&dir, "loader.toml", LOADER_SUITE);
-    let out = dir.join("out");
+    let suite = write_suite(dir.path(), "loader.toml", LOADER_SUITE);
+    let out = dir.path().join("out");
     let (pid, o) = run_with_pid(
         &[
             "run",
@@ -207,7 +207,7 @@ fn a_dying_worker_process_is_recorded_with_worker_and_sample_and_the_rest_is_kep
 fn a_stall_experiment_runs_the_three_ways_and_attributes_the_stall() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = temp_dir("loader-stall");
-    let suite = dir.join("stall.toml");
+    let suite = dir.path().join("stall.toml");
     std::fs::write(
         &suite,
         r#"
@@ -233,7 +233,7 @@ workers = [2]
 "#,
     )
     .unwrap();
-    let out = dir.join("out");
+    let out = dir.path().join("out");
     let o = run(
         &[
             "run",
@@ -243,7 +243,10 @@ workers = [2]
             "--out",
             out.to_str().unwrap(),
         ],
-        &[("STALLSCOPE_DATA_CACHE", dir.join("data").to_str().unwrap())],
+        &[(
+            "STALLSCOPE_DATA_CACHE",
+            dir.path().join("data").to_str().unwrap(),
+        )],
     );
     assert!(o.status.success(), "{}", text(&o));
     let bundle = valid_bundle(&out.join("bundle.json"));

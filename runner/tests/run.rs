@@ -14,8 +14,8 @@ use util::*;
 #[test]
 fn a_tiny_suite_gives_both_modes_for_every_configuration() {
     let dir = temp_dir("tiny");
-    let suite = write_suite(&dir, "tiny.toml", TINY_SUITE);
-    let out = dir.join("out");
+    let suite = write_suite(dir.path(), "tiny.toml", TINY_SUITE);
+    let out = dir.path().join("out");
     let o = run(
         &[
             "run",
@@ -110,7 +110,7 @@ fn a_tiny_suite_gives_both_modes_for_every_configuration() {
     assert_eq!((w.samples, w.steps), (Some(1024), Some(16)));
 
     // The trace of one diagnostic run.
-    let trace = dir.join("trace.json");
+    let trace = dir.path().join("trace.json");
     let o = run(
         &[
             "trace",
@@ -137,7 +137,7 @@ fn a_tiny_suite_gives_both_modes_for_every_configuration() {
 fn bad_suites_name_the_file_line_and_key() {
     let dir = temp_dir("bad-suite");
     let suite = write_suite(
-        &dir,
+        dir.path(),
         "bad.toml",
         "[[experiment]]\nid = \"a\"\nkind = \"batch_sweep\"\nbatch_sizes = [64, -1]\n",
     );
@@ -160,7 +160,7 @@ fn bad_suites_name_the_file_line_and_key() {
 #[test]
 fn bad_idx_files_name_the_file_and_byte() {
     let dir = temp_dir("bad-idx");
-    let data = dir.join("data");
+    let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
     let mut images = 0x0000_0803u32.to_be_bytes().to_vec();
     for d in [10u32, 28, 28] {
@@ -173,7 +173,7 @@ fn bad_idx_files_name_the_file_and_byte() {
     labels.extend(vec![1u8; 10]);
     std::fs::write(data.join("train-labels-idx1-ubyte"), &labels).unwrap();
     let suite = write_suite(
-        &dir,
+        dir.path(),
         "s.toml",
         "[[experiment]]\nid = \"batch_sweep\"\nkind = \"batch_sweep\"\nsamples = 10\nbatch_sizes = [5]\n",
     );
@@ -186,7 +186,7 @@ fn bad_idx_files_name_the_file_and_byte() {
             "--data-dir",
             data.to_str().unwrap(),
             "--out",
-            dir.join("out").to_str().unwrap(),
+            dir.path().join("out").to_str().unwrap(),
         ],
         &[],
     );
@@ -212,7 +212,7 @@ fn bad_idx_files_name_the_file_and_byte() {
             "--data-dir",
             data.to_str().unwrap(),
             "--out",
-            dir.join("out").to_str().unwrap(),
+            dir.path().join("out").to_str().unwrap(),
         ],
         &[],
     );
@@ -228,7 +228,7 @@ fn bad_idx_files_name_the_file_and_byte() {
     // Good files are used and recorded as such.
     labels[3] = 0x01;
     std::fs::write(data.join("train-labels-idx1-ubyte"), &labels).unwrap();
-    let out = dir.join("out");
+    let out = dir.path().join("out");
     let o = run(
         &[
             "run",
@@ -251,8 +251,8 @@ fn bad_idx_files_name_the_file_and_byte() {
 #[test]
 fn an_injected_panic_is_recorded_and_the_rest_still_runs() {
     let dir = temp_dir("panic");
-    let suite = write_suite(&dir, "tiny.toml", TINY_SUITE);
-    let out = dir.join("out");
+    let suite = write_suite(dir.path(), "tiny.toml", TINY_SUITE);
+    let out = dir.path().join("out");
     let o = run(
         &[
             "run",
@@ -289,11 +289,11 @@ fn an_injected_panic_is_recorded_and_the_rest_still_runs() {
 fn ctrl_c_leaves_a_valid_partial_bundle() {
     let dir = temp_dir("ctrlc");
     let suite = write_suite(
-        &dir,
+        dir.path(),
         "long.toml",
         "repeats = 3\nepochs = 50\n[[experiment]]\nid = \"batch_sweep\"\nkind = \"batch_sweep\"\nmodel = \"linear\"\ndata = \"tensor\"\nsamples = 4096\nbatch_sizes = [64, 128, 256]\n",
     );
-    let out = dir.join("out");
+    let out = dir.path().join("out");
     let bundle = out.join("bundle.json");
     let mut child = stallscope()
         .args([

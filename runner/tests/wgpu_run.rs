@@ -8,7 +8,11 @@ use stallscope_bundle::{DeviceKind, ExperimentKind, RunState, TimingMode, read_b
 
 #[test]
 fn the_wgpu_preset_runs_in_both_modes_and_writes_a_valid_bundle() {
-    let out = std::env::temp_dir().join(format!("stallscope-wgpu-{}", std::process::id()));
+    let tmp = tempfile::Builder::new()
+        .prefix("stallscope-wgpu-")
+        .tempdir()
+        .unwrap();
+    let out = tmp.path().join("out");
     let o = Command::new(env!("CARGO_BIN_EXE_stallscope"))
         .args([
             "run", "--preset", "wgpu", "--device", "wgpu", "--quick", "--out",
@@ -19,7 +23,6 @@ fn the_wgpu_preset_runs_in_both_modes_and_writes_a_valid_bundle() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     let bundle = read_bundle(&std::fs::read(out.join("bundle.json")).unwrap()).unwrap();
-    std::fs::remove_dir_all(&out).ok();
     assert_eq!(bundle.status.state, RunState::Complete);
     assert_eq!(
         bundle.environment.device.as_ref().unwrap().kind,
@@ -48,8 +51,11 @@ fn the_wgpu_preset_runs_in_both_modes_and_writes_a_valid_bundle() {
 
 #[test]
 fn a_libtorch_only_experiment_is_not_applicable_on_wgpu() {
-    let dir = std::env::temp_dir().join(format!("stallscope-wgpu-na-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("stallscope-wgpu-na-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let suite = dir.join("suite.toml");
     std::fs::write(
         &suite,
@@ -65,7 +71,6 @@ fn a_libtorch_only_experiment_is_not_applicable_on_wgpu() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let bundle = read_bundle(&std::fs::read(dir.join("out/bundle.json")).unwrap()).unwrap();
-    std::fs::remove_dir_all(&dir).ok();
     let reason = bundle.experiments[0].not_applicable.as_deref().unwrap();
     assert!(reason.contains("needs libtorch"), "{reason}");
 }

@@ -138,27 +138,20 @@ pub(crate) fn install(cache: &Path) -> Result<PathBuf> {
     }
 
     let dest = install_dir(cache);
-    let partial = cache.join(format!(
-        "libtorch-{TORCH_VERSION}-cpu.partial-{}",
-        std::process::id()
-    ));
-    if partial.exists() {
-        fs::remove_dir_all(&partial)?;
-    }
+    // Unpacked beside its destination (one rename away), removed on any failure.
+    let partial = tempfile::Builder::new()
+        .prefix(&format!("libtorch-{TORCH_VERSION}-cpu.partial-"))
+        .tempdir_in(cache)
+        .with_context(|| format!("cannot create a folder in {}", cache.display()))?;
     eprintln!("setup: unpacking libtorch into {}", dest.display());
-    let result = unpack(&torch, &cuda, &partial);
-    if let Err(e) = result {
-        let _ = fs::remove_dir_all(&partial);
-        return Err(e);
-    }
-    if is_complete(&dest) {
-        // Another setup finished first; keep its copy.
-        fs::remove_dir_all(&partial)?;
-    } else {
+    unpack(&torch, &cuda, partial.path())?;
+    // Unless another setup finished first (then its copy is kept and ours removed).
+    if !is_complete(&dest) {
         if dest.exists() {
             fs::remove_dir_all(&dest)
                 .with_context(|| format!("cannot remove the incomplete {}", dest.display()))?;
         }
+        let partial = partial.keep();
         fs::rename(&partial, &dest)
             .with_context(|| format!("cannot move {} to {}", partial.display(), dest.display()))?;
     }
@@ -436,35 +429,34 @@ mod tests {
 
     #[test]
     fn an_incomplete_or_tampered_unpack_is_not_complete() {
-        let dir = std::env::temp_dir().join(format!("xtask-marker-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         fs::create_dir_all(dir.join("lib")).unwrap();
         fs::create_dir_all(dir.join(PROBE_HEADER).parent().unwrap()).unwrap();
         fs::write(dir.join(PROBE_HEADER), "").unwrap();
         std::os::unix::fs::symlink("libgomp.so.1", dir.join("lib/libgomp.so")).unwrap();
-        assert!(!is_complete(&dir), "no marker yet");
+        assert!(!is_complete(dir), "no marker yet");
         let mut marker = String::from("# test\n");
         for f in TORCH_LIBS.iter().chain(&CUDA_LIBS) {
             fs::write(dir.join("lib").join(f), f.as_bytes()).unwrap();
             marker.push_str(&format!("{} lib/{f}\n", f.len()));
         }
         fs::write(dir.join(MARKER), &marker).unwrap();
-        assert!(is_complete(&dir), "{:?}", check_marker(&dir));
+        assert!(is_complete(dir), "{:?}", check_marker(dir));
         fs::write(dir.join("lib/libc10.so"), "short").unwrap();
-        assert!(!is_complete(&dir), "a size that differs from the marker");
+        assert!(!is_complete(dir), "a size that differs from the marker");
         fs::write(dir.join("lib/libc10.so"), "libc10.so").unwrap();
         fs::write(dir.join("lib/libtorch_cuda.so"), "").unwrap();
         assert!(
-            !is_complete(&dir),
+            !is_complete(dir),
             "libtorch_cuda.so would make torch-sys link CUDA"
         );
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn link_replaces_a_stale_link_but_not_a_folder() {
-        let dir = std::env::temp_dir().join(format!("xtask-link-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         fs::create_dir_all(dir.join("a")).unwrap();
         fs::create_dir_all(dir.join("b")).unwrap();
         let l = dir.join(".libtorch");
@@ -477,6 +469,5 @@ mod tests {
         assert_eq!(fs::read_link(&l).unwrap(), dir.join("b"));
         let err = link(&dir.join("a"), &dir.join("b")).unwrap_err();
         assert!(err.to_string().contains("is not a symbolic link"), "{err}");
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,6 +1,5 @@
 //! `cargo xtask <task>`: setup, test, build, demo, bench, schema.
 mod bench;
-mod browser;
 mod cmd;
 mod demo;
 mod libtorch;

@@ -14,7 +14,10 @@ struct Stage<'a> {
 }
 
 /// The stages in order. Plain `cargo clippy`/`cargo test` (no `--workspace`) cover the
-/// default members (shared, runner, xtask); `web` builds only for wasm32, in `web::test`.
+/// default members (shared, runner, runner/loader, xtask, tests); `web` builds only for
+/// wasm32, in `viewer-dist` and `web::test_built`. The viewer's dist is built before
+/// clippy and the tests, so every runner build embeds the same files and the
+/// end-to-end test in `tests/` finds the viewer in the runner it uses.
 fn stages(repo: &Path) -> Vec<Stage<'_>> {
     vec![
         Stage {
@@ -28,6 +31,11 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
             run: Box::new(|| cargo().args(["fmt", "--all", "--", "--check"]).run()),
         },
         Stage {
+            name: "viewer-dist",
+            what: "the viewer's wasm build into target/web-dist, which the runner builds below embed",
+            run: Box::new(move || web::build_dist(repo).map(drop)),
+        },
+        Stage {
             name: "clippy",
             what: "lints of the native crates, warnings denied",
             run: Box::new(move || {
@@ -39,7 +47,7 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
         },
         Stage {
             name: "tests",
-            what: "unit and integration tests of the native crates",
+            what: "unit, integration and end-to-end tests (run → site → Chromium) of the native crates",
             run: Box::new(move || {
                 cargo()
                     .env("STALLSCOPE_WEB_DIST", web_dist(repo))
@@ -65,13 +73,13 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
         },
         Stage {
             name: "viewer",
-            what: "the viewer's wasm build and browser tests",
-            run: Box::new(web::test),
+            what: "the viewer's lints, unit tests and browser checks",
+            run: Box::new(move || web::test_built(repo, &web_dist(repo))),
         },
     ]
 }
 
-/// Where the viewer stage puts the viewer (`web::build_dist`). The runner's build script
+/// Where `web::build_dist` puts the viewer. The runner's build script
 /// embeds that folder; giving every runner build the same `STALLSCOPE_WEB_DIST` keeps
 /// cargo from re-running it (and rebuilding the runner) between stages.
 fn web_dist(repo: &Path) -> PathBuf {

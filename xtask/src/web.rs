@@ -13,13 +13,26 @@ mod checks;
 
 use crate::cmd::{Cmd, cargo};
 use anyhow::{Context, Result, bail};
-use std::io::{BufRead, BufReader};
+pub(crate) use stallscope_e2e::Server;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
-/// Builds the viewer, then runs the browser tests.
+/// Lints the viewer, builds it, then runs the browser tests (`cargo xtask test-viewer`).
 pub fn test() -> Result<()> {
     let repo = crate::repo_root();
+    lint_and_unit_tests()?;
+    let dist = build_dist(&repo)?;
+    browser_tests(&repo, &dist)
+}
+
+/// The viewer stage of `cargo xtask test`, whose `viewer-dist` stage built `dist`
+/// before the tests stage (the end-to-end test needs the runner with it embedded).
+pub(crate) fn test_built(repo: &Path, dist: &Path) -> Result<()> {
+    lint_and_unit_tests()?;
+    browser_tests(repo, dist)
+}
+
+/// Clippy for wasm32, then the viewer's unit tests (URL state), which run natively.
+fn lint_and_unit_tests() -> Result<()> {
     cargo()
         .args([
             "clippy",
@@ -32,13 +45,15 @@ pub fn test() -> Result<()> {
             "warnings",
         ])
         .run()?;
-    // The viewer's unit tests (URL state) run natively.
     cargo()
         .args(["test", "-p", "stallscope-web", "--lib"])
-        .run()?;
-    let dist = build_dist(&repo)?;
-    let runner = build_runner(&repo, &dist)?;
-    checks::run(&repo, &runner)
+        .run()
+}
+
+/// The runner with `dist` embedded, then xtask's browser checks against it.
+fn browser_tests(repo: &Path, dist: &Path) -> Result<()> {
+    let runner = build_runner(repo, dist)?;
+    checks::run(repo, &runner)
 }
 
 /// The viewer benchmark: wasm size, and time to a rendered experiment page.
@@ -134,46 +149,4 @@ pub(crate) fn export_site(runner: &Path, bundles: &[PathBuf], out: &Path) -> Res
         c = c.arg(b);
     }
     c.arg("--out").arg(out).run()
-}
-
-/// `stallscope serve DIR --port 0`, running until dropped.
-pub(crate) struct Server {
-    child: Child,
-    /// `http://127.0.0.1:PORT/`
-    pub(crate) url: String,
-}
-
-impl Server {
-    pub(crate) fn start(runner: &Path, dir: &Path) -> Result<Server> {
-        let mut child = Command::new(runner)
-            .arg("serve")
-            .arg(dir)
-            .args(["--port", "0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| format!("cannot start {} serve", runner.display()))?;
-        let stdout = child
-            .stdout
-            .take()
-            .context("no stdout from stallscope serve")?;
-        let mut reader = BufReader::new(stdout);
-        let mut line = String::new();
-        reader.read_line(&mut line)?;
-        // Keep reading, so the server never writes into a closed pipe.
-        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://127.0.0.1:"))
-            .with_context(|| format!("stallscope serve printed no URL: {line:?}"))?
-            .to_string();
-        Ok(Server { child, url })
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

@@ -147,35 +147,33 @@ mod tests {
 
     #[test]
     fn resolves_files_and_refuses_to_leave_the_root() {
-        let dir =
-            std::env::temp_dir().join(format!("stallscope-serve-test-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         std::fs::create_dir_all(dir.join("bundles")).unwrap();
         std::fs::write(dir.join("index.html"), "<!doctype html>").unwrap();
         std::fs::write(dir.join("bundles/a b.json"), "{}").unwrap();
-        assert_eq!(resolve(&dir, "/"), Some(dir.join("index.html")));
-        assert_eq!(resolve(&dir, "/?bundle=x#/b"), Some(dir.join("index.html")));
+        assert_eq!(resolve(dir, "/"), Some(dir.join("index.html")));
+        assert_eq!(resolve(dir, "/?bundle=x#/b"), Some(dir.join("index.html")));
         assert_eq!(
-            resolve(&dir, "/bundles/a%20b.json"),
+            resolve(dir, "/bundles/a%20b.json"),
             Some(dir.join("bundles/a b.json"))
         );
-        assert_eq!(resolve(&dir, "/../etc/passwd"), None);
-        assert_eq!(resolve(&dir, "/bundles/%2e%2e/%2e%2e/x"), None);
-        assert_eq!(resolve(&dir, "/missing.js"), None);
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(resolve(dir, "/../etc/passwd"), None);
+        assert_eq!(resolve(dir, "/bundles/%2e%2e/%2e%2e/x"), None);
+        assert_eq!(resolve(dir, "/missing.js"), None);
     }
 
     #[test]
     fn a_folder_without_its_slash_is_redirected() {
-        let dir =
-            std::env::temp_dir().join(format!("stallscope-serve-redirect-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         std::fs::create_dir_all(dir.join("site")).unwrap();
         std::fs::write(dir.join("site/index.html"), "<!doctype html>").unwrap();
         assert!(
-            matches!(respond(&dir, "/site?bundle=x"), Reply::Redirect(l) if l == "/site/?bundle=x")
+            matches!(respond(dir, "/site?bundle=x"), Reply::Redirect(l) if l == "/site/?bundle=x")
         );
-        assert!(matches!(respond(&dir, "/site/"), Reply::File(..)));
-        assert!(matches!(respond(&dir, "/site/index.html"), Reply::File(..)));
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(matches!(respond(dir, "/site/"), Reply::File(..)));
+        assert!(matches!(respond(dir, "/site/index.html"), Reply::File(..)));
     }
 
     #[test]

@@ -210,9 +210,8 @@ mod tests {
 
     #[test]
     fn a_bad_bundle_writes_nothing() {
-        let dir = std::env::temp_dir().join(format!("stallscope-site-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let bad = dir.join("bad.json");
         std::fs::write(&bad, "{\"schema_version\": ").unwrap();
         let out = dir.join("site");
@@ -227,6 +226,5 @@ mod tests {
             );
         }
         assert!(!out.exists(), "nothing may be written for a bad bundle");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

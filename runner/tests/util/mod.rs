@@ -5,13 +5,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use stallscope_bundle::{Bundle, parse_bundle, validate};
+use tempfile::TempDir;
 
-/// A fresh, empty folder under the target dir for one test.
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("runner-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create temp dir");
-    dir
+/// A fresh, empty folder for one test, removed when the test ends.
+pub fn temp_dir(name: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("stallscope-{name}-"))
+        .tempdir()
+        .expect("a temporary folder")
 }
 
 pub fn stallscope() -> Command {

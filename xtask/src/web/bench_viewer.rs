@@ -4,10 +4,10 @@
 //! with 1,000,000 per-step records — each beside the bundle's size and the
 //! browser's own `JSON.parse` time of the same file as the baseline.
 use super::{Server, export_site};
-use crate::browser::{Browser, TempDir};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use stallscope_bundle::*;
+use stallscope_e2e::webdriver::Browser;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -31,8 +31,10 @@ pub(super) fn run(repo: &Path, dist: &Path, runner: &Path) -> Result<()> {
         if raw < 1_500_000 { "met" } else { "NOT met" }
     );
 
-    let work = TempDir::new("stallscope-viewer-bench")?;
-    let large = work.0.join("large.json");
+    let work = tempfile::Builder::new()
+        .prefix("stallscope-viewer-bench-")
+        .tempdir()?;
+    let large = work.path().join("large.json");
     std::fs::write(
         &large,
         serde_json::to_vec(&generated_bundle(STEPS, LARGE_ID))?,
@@ -42,10 +44,14 @@ pub(super) fn run(repo: &Path, dist: &Path, runner: &Path) -> Result<()> {
     export_site(
         runner,
         std::slice::from_ref(&published),
-        &work.0.join("published"),
+        &work.path().join("published"),
     )?;
-    export_site(runner, std::slice::from_ref(&large), &work.0.join("large"))?;
-    let server = Server::start(runner, &work.0)?;
+    export_site(
+        runner,
+        std::slice::from_ref(&large),
+        &work.path().join("large"),
+    )?;
+    let server = Server::start(runner, work.path())?;
     let browser = Browser::start(1280, 1000)?;
     println!(
         "\nnavigation → rendered experiment page (table + every chart drawn), {REPEATS} loads each, headless Chromium:"

@@ -10,9 +10,9 @@ mod newer_format;
 mod reports;
 
 use super::{Server, export_site};
-use crate::browser::{Browser, TempDir};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
+use stallscope_e2e::webdriver::Browser;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -44,19 +44,21 @@ const LOADED: &str = "return !document.querySelector('.pending') && document.que
 const EXPERIMENT_READY: &str = "const c=[...document.querySelectorAll('canvas.chart-canvas')]; return !!document.querySelector('.comparison-table') && c.length>0 && c.every(x=>x.dataset.drawn==='1');";
 
 pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
-    let work = TempDir::new("stallscope-browser-tests")?;
-    let xss = work.0.join("xss-title.json");
+    let work = tempfile::Builder::new()
+        .prefix("stallscope-browser-tests-")
+        .tempdir()?;
+    let xss = work.path().join("xss-title.json");
     let mut b: Value = read_json(&repo.join("fixtures/measured/wgpu-quick.json"))?;
     b["title"] = json!(XSS_TITLE);
     b["id"] = json!(XSS_ID);
     std::fs::write(&xss, serde_json::to_vec_pretty(&b)?)?;
-    let steps = work.0.join("steps.json");
+    let steps = work.path().join("steps.json");
     let mut generated = super::bench_viewer::generated_bundle(10_000, STEPS_ID);
     generated
         .experiments
         .push(generated::generated_stall_experiment());
     std::fs::write(&steps, serde_json::to_vec(&generated)?)?;
-    let site = work.0.join("site");
+    let site = work.path().join("site");
     export_site(
         runner,
         &[repo.join(PUBLISHED), repo.join(MEASURED), xss, steps],
@@ -82,7 +84,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
             .with_context(|| format!("cannot clear {}", shots.display()))?;
     }
     // Served from the folder above, so the site lives under a sub-path.
-    let server = Server::start(runner, &work.0)?;
+    let server = Server::start(runner, work.path())?;
     let published = read_json(&repo.join(PUBLISHED))?;
     let ctx = Ctx {
         browser: Browser::start(1280, 2400)?,

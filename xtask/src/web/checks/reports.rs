@@ -227,10 +227,12 @@ pub(super) fn permalink_restores_view(ctx: &Ctx) -> Result<()> {
 }
 
 pub(super) fn exports_table_and_chart(ctx: &Ctx) -> Result<()> {
-    let downloads = TempDir::new("stallscope-downloads")?;
+    let downloads = tempfile::Builder::new()
+        .prefix("stallscope-downloads-")
+        .tempdir()?;
     ctx.browser.cdp(
         "Browser.setDownloadBehavior",
-        json!({"behavior": "allow", "downloadPath": downloads.0.display().to_string()}),
+        json!({"behavior": "allow", "downloadPath": downloads.path().display().to_string()}),
     )?;
     ctx.open_experiment(&ctx.published_id, "batch_sweep")?;
     ctx.browser.eval(
@@ -244,9 +246,9 @@ pub(super) fn exports_table_and_chart(ctx: &Ctx) -> Result<()> {
         format!("{stem}-throughput.png"),
     ];
     let deadline = std::time::Instant::now() + WAIT;
-    while !want.iter().all(|f| downloads.0.join(f).is_file()) {
+    while !want.iter().all(|f| downloads.path().join(f).is_file()) {
         if std::time::Instant::now() > deadline {
-            let found: Vec<String> = std::fs::read_dir(&downloads.0)?
+            let found: Vec<String> = std::fs::read_dir(downloads.path())?
                 .flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect();
@@ -254,19 +256,19 @@ pub(super) fn exports_table_and_chart(ctx: &Ctx) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let csv = std::fs::read_to_string(downloads.0.join(&want[0]))?;
+    let csv = std::fs::read_to_string(downloads.path().join(&want[0]))?;
     ensure!(
         csv.lines().any(|l| l.starts_with("batch 32,32,16062,")),
         "the CSV lacks the row of batch 32 with 16062 samples/s: {:?}",
         csv.lines().take(3).collect::<Vec<_>>()
     );
-    let md = std::fs::read_to_string(downloads.0.join(&want[1]))?;
+    let md = std::fs::read_to_string(downloads.path().join(&want[1]))?;
     ensure!(
         md.contains("Published figures") && md.contains("| batch 2,048 |") && md.contains("**"),
         "the Markdown lacks the provenance, a row or the best mark: {:?}",
         md.lines().take(6).collect::<Vec<_>>()
     );
-    let png = std::fs::read(downloads.0.join(&want[2]))?;
+    let png = std::fs::read(downloads.path().join(&want[2]))?;
     ensure!(
         png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
         "the chart export is not a PNG of a drawn chart ({} bytes)",
