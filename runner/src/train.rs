@@ -92,7 +92,13 @@ pub fn run_epoch(
     slot: EpochSlot,
     stop: &AtomicBool,
 ) -> Result<Run, LoopError> {
-    let mut run = Run::new(slot.run_id(), slot.mode.clone(), slot.repeat, slot.epoch, slot.phase());
+    let mut run = Run::new(
+        slot.run_id(),
+        slot.mode.clone(),
+        slot.repeat,
+        slot.epoch,
+        slot.phase(),
+    );
     match slot.mode {
         TimingMode::WholeRun => {
             run.whole_run = Some(whole_run_epoch(trainer, feed, ctx, copy, slot.epoch, stop)?)

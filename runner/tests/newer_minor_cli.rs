@@ -35,6 +35,9 @@ fn report_shows_the_unknown_kind_and_its_failure() {
         out.contains("experiment kind \"tokenizer\" is from a newer format"),
         "{out}"
     );
-    assert!(out.contains("cosmic_ray (a failure kind from a newer format)"), "{out}");
+    assert!(
+        out.contains("cosmic_ray (a failure kind from a newer format)"),
+        "{out}"
+    );
     assert!(out.lines().all(|l| l.chars().count() <= 100), "{out}");
 }

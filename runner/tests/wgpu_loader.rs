@@ -9,7 +9,9 @@ use stallscope_bundle::{Engine, ExperimentKind, ParamValue, TimingMode, parse_bu
 fn run_preset(preset: &str) -> stallscope_bundle::Bundle {
     let out = tempfile::tempdir().unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_stallscope"))
-        .args(["run", "--preset", preset, "--device", "wgpu", "--quick", "--out"])
+        .args([
+            "run", "--preset", preset, "--device", "wgpu", "--quick", "--out",
+        ])
         .arg(out.path())
         .output()
         .unwrap();
@@ -58,8 +60,15 @@ fn the_loader_preset_runs_on_wgpu_with_threads_and_processes() {
             _ => None,
         })
         .collect();
-    assert!(kinds.contains(&"in_loop") && kinds.contains(&"processes"), "{kinds:?}");
-    assert!(e.configurations.iter().all(|c| c.engine_or_native() == &Engine::Native));
+    assert!(
+        kinds.contains(&"in_loop") && kinds.contains(&"processes"),
+        "{kinds:?}"
+    );
+    assert!(
+        e.configurations
+            .iter()
+            .all(|c| c.engine_or_native() == &Engine::Native)
+    );
     // The loader measured itself: time to the first batch of every epoch.
     let with_workers = e
         .configurations
@@ -67,10 +76,10 @@ fn the_loader_preset_runs_on_wgpu_with_threads_and_processes() {
         .find(|c| c.params.get("workers").and_then(|w| w.as_f64()) == Some(2.0))
         .unwrap();
     assert!(
-        with_workers
-            .runs
-            .iter()
-            .all(|r| r.loader.as_ref().is_some_and(|l| l.time_to_first_batch_s.is_some())),
+        with_workers.runs.iter().all(|r| r
+            .loader
+            .as_ref()
+            .is_some_and(|l| l.time_to_first_batch_s.is_some())),
         "loader stats missing"
     );
 }
@@ -79,7 +88,10 @@ fn the_loader_preset_runs_on_wgpu_with_threads_and_processes() {
 fn the_stall_preset_attributes_on_wgpu_and_marks_the_image_part_not_applicable() {
     let b = run_preset("stall");
     let image = b.experiment("image_stall").unwrap();
-    assert!(image.not_applicable.as_deref().unwrap().contains("image"), "{image:?}");
+    assert!(
+        image.not_applicable.as_deref().unwrap().contains("image"),
+        "{image:?}"
+    );
     let light = b.experiment("synthetic_stall").unwrap();
     both_modes(light);
     let ids: Vec<&str> = light.configurations.iter().map(|c| c.id.as_str()).collect();

@@ -124,6 +124,7 @@ impl Loader {
             stats: EpochStats::default(),
             inline_rng: Rng::new(worker_seed(self.config.seed, 0, epoch)),
             state: EpochState::Running,
+            failure: None,
         })
     }
 
@@ -179,6 +180,11 @@ pub struct LoaderEpoch {
     stats: EpochStats,
     inline_rng: Rng,
     state: EpochState,
+    /// A worker's failure on batch `.0`: raised when the consumer reaches
+    /// that batch, so the batches before it (some from healthy workers,
+    /// still arriving) are delivered first, as PyTorch re-raises a worker's
+    /// exception at its batch.
+    failure: Option<(u64, LoaderError)>,
 }
 
 impl LoaderEpoch {
@@ -253,7 +259,9 @@ impl LoaderEpoch {
     }
 
     fn next_from_pool(&mut self) -> Result<Batch, LoaderError> {
-        self.fill()?;
+        if self.failure.is_none() {
+            self.fill()?;
+        }
         while let Some(event) = self.pool.as_mut().and_then(|p| p.next_event(false)) {
             self.absorb(event)?;
         }
@@ -261,6 +269,9 @@ impl LoaderEpoch {
         let was_ready = ready.is_some();
         let start = Instant::now();
         while ready.is_none() {
+            if let Some(err) = self.failure_due() {
+                return Err(err);
+            }
             let event = self
                 .pool
                 .as_mut()
@@ -283,8 +294,27 @@ impl LoaderEpoch {
         if let Some(w) = batch.worker {
             self.outstanding[w] -= 1;
         }
-        self.fill()?;
+        if self.failure.is_none() {
+            self.fill()?;
+        }
         Ok(batch)
+    }
+
+    /// The pending failure, once nothing before its batch is still owed.
+    fn failure_due(&mut self) -> Option<LoaderError> {
+        let (index, _) = self.failure.as_ref()?;
+        if !self.config.in_order || *index <= self.next_index {
+            return self.failure.take().map(|(_, e)| e);
+        }
+        None
+    }
+
+    /// The submitted, undelivered batch holding `sample`.
+    fn batch_of(&self, sample: u64) -> Option<u64> {
+        self.tasks[..self.next_submit]
+            .iter()
+            .find(|t| t.batch >= self.next_index && t.indices.contains(&sample))
+            .map(|t| t.batch)
     }
 
     /// Submit tasks round-robin while each worker is under its prefetch.
@@ -317,11 +347,27 @@ impl LoaderEpoch {
                 worker,
                 sample,
                 message,
-            } => Err(LoaderError::Worker {
-                worker,
-                sample,
-                message,
-            }),
+            } => {
+                let err = LoaderError::Worker {
+                    worker,
+                    sample,
+                    message,
+                };
+                match (&self.failure, sample.and_then(|s| self.batch_of(s))) {
+                    (None, Some(index)) => {
+                        self.failure = Some((index, err));
+                        Ok(())
+                    }
+                    (None, None) => Err(err),
+                    // The same worker ending after its failure: nothing new.
+                    (Some((_, LoaderError::Worker { worker: first, .. })), _) if matches!(&err, LoaderError::Worker { worker, .. } if worker == first) => {
+                        Ok(())
+                    }
+                    // Another worker failed too: the first failure is the
+                    // cause to report, now.
+                    (Some(_), _) => Err(self.failure.take().map_or(err, |(_, first)| first)),
+                }
+            }
         }
     }
 
