@@ -30,6 +30,14 @@ fn a_tiny_suite_gives_both_modes_for_every_configuration() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("bundle: "), "{}", text(&o));
+    // The report fits a terminal (the bundle's own path aside).
+    for line in stdout.lines().filter(|l| !l.starts_with("bundle: ")) {
+        assert!(
+            line.chars().count() <= 100,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
     let b = valid_bundle(&out.join("bundle.json"));
     assert_eq!(b.status.state, RunState::Complete);
     assert_eq!(b.environment.suite.as_ref().unwrap().toml, TINY_SUITE);
