@@ -23,21 +23,10 @@ pub fn skipped_by_env() -> bool {
 /// package, which has no `CARGO_BIN_EXE_`. The error names the command that
 /// builds it.
 pub fn target_binary(name: &str, package: &str) -> Result<PathBuf, String> {
-    let exe = std::env::current_exe()
-        .map_err(|e| format!("cannot find the running test to look beside it: {e}"))?;
-    let mut tried = Vec::new();
-    for dir in exe
-        .parent()
-        .into_iter()
-        .flat_map(|d| [Some(d), d.parent()])
-        .flatten()
-    {
-        let candidate = dir.join(name);
-        if candidate.is_file() {
-            return Ok(candidate);
-        }
-        tried.push(candidate.display().to_string());
-    }
+    let tried = match stallscope_loader::beside_running_program(name)? {
+        Ok(found) => return Ok(found),
+        Err(tried) => tried,
+    };
     Err(format!(
         "the {name} binary was not found (looked at {}): build it first with \
          `cargo build -p {package}` (plain `cargo test` and `cargo xtask test` build it)",

@@ -24,7 +24,9 @@ use serde::{Deserialize, Serialize};
 pub use batch::{Batch, OnBadSample, Task, full_batch_bytes};
 pub use engine::{Loader, LoaderEpoch};
 pub use images::ImageSpec;
-pub use process::{PARENT_ENV, WORKER_PROGRAM, WORKER_PROGRAM_ENV, worker_program};
+pub use process::{
+    PARENT_ENV, WORKER_PROGRAM, WORKER_PROGRAM_ENV, beside_running_program, worker_program,
+};
 pub use sampler::{Sampler, epoch_batches};
 pub use shm::SEGMENT_PREFIX;
 pub use source::{Fault, SampleError, Source, SourceOpenError, SourceSpec, open_source};

@@ -35,6 +35,31 @@ pub const WORKER_PROGRAM: &str = "stallscope-loader-worker";
 /// running program).
 pub const WORKER_PROGRAM_ENV: &str = "STALLSCOPE_LOADER_WORKER";
 
+/// `name` beside the running program, else one folder up (cargo puts test
+/// and bench binaries in `target/<profile>/deps/`): the path, or every place
+/// tried. The outer error: the running program cannot be found.
+#[allow(clippy::type_complexity)]
+pub fn beside_running_program(
+    name: &str,
+) -> Result<Result<std::path::PathBuf, Vec<String>>, String> {
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find the running program to look beside it: {e}"))?;
+    let mut tried = Vec::new();
+    for dir in exe
+        .parent()
+        .into_iter()
+        .flat_map(|d| [Some(d), d.parent()])
+        .flatten()
+    {
+        let candidate = dir.join(name);
+        if candidate.is_file() {
+            return Ok(Ok(candidate));
+        }
+        tried.push(candidate.display().to_string());
+    }
+    Ok(Err(tried))
+}
+
 /// Where the worker binary is: `$STALLSCOPE_LOADER_WORKER`, else beside the
 /// running program, else one folder up (cargo's test binaries live in
 /// `target/<profile>/deps/`). The error says every place that was tried.
@@ -50,21 +75,10 @@ pub fn worker_program() -> Result<std::path::PathBuf, String> {
             ))
         };
     }
-    let exe = std::env::current_exe()
-        .map_err(|e| format!("cannot find the running program to look beside it: {e}"))?;
-    let mut tried = Vec::new();
-    for dir in exe
-        .parent()
-        .into_iter()
-        .flat_map(|d| [Some(d), d.parent()])
-        .flatten()
-    {
-        let candidate = dir.join(WORKER_PROGRAM);
-        if candidate.is_file() {
-            return Ok(candidate);
-        }
-        tried.push(candidate.display().to_string());
-    }
+    let tried = match beside_running_program(WORKER_PROGRAM)? {
+        Ok(found) => return Ok(found),
+        Err(tried) => tried,
+    };
     Err(format!(
         "the {WORKER_PROGRAM} binary was not found (looked at {}); build it with \
          `cargo build -p stallscope-loader` (or `cargo xtask build`), or set {WORKER_PROGRAM_ENV}",

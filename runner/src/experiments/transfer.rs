@@ -198,23 +198,17 @@ impl GridExperiment for Transfer {
                     repeat,
                     epoch,
                 };
-                let mut run = Run {
-                    id: slot.run_id(),
-                    timing_mode: mode.clone(),
+                let mut run = Run::new(
+                    slot.run_id(),
+                    mode.clone(),
                     repeat,
                     epoch,
-                    phase: if epoch == 0 {
+                    if epoch == 0 {
                         Phase::Cold
                     } else {
                         Phase::Steady
                     },
-                    summary_of: None,
-                    whole_run: None,
-                    diagnostic: None,
-                    memory: None,
-                    loader: None,
-                    steps: None,
-                };
+                );
                 let copies = u64::from(self.copies);
                 let bytes = copies * p.size_bytes;
                 match &mode {

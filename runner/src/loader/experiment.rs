@@ -197,24 +197,8 @@ impl Common {
 
     pub(super) fn loader_config(&self, p: Point, config_id: &str) -> LoaderConfig {
         LoaderConfig {
-            batch_size: self.plan.batch_size,
-            drop_last: self.plan.drop_last,
-            sampler: if self.plan.shuffle {
-                Sampler::Shuffled {
-                    seed: self.shuffle_seed,
-                }
-            } else {
-                Sampler::Sequential
-            },
-            workers: p.workers,
-            kind: p.kind,
-            prefetch: p.prefetch,
-            persistent: p.persistent,
-            in_order: self.plan.in_order,
-            on_bad_sample: self.plan.on_bad_sample,
-            seed: self.shuffle_seed,
             fault: fault_from_env(config_id),
-            worker_program: None,
+            ..loader_config(&self.plan, p, self.shuffle_seed)
         }
     }
 
@@ -319,6 +303,46 @@ pub(super) fn recorded(err: UnitError, last_error: &Arc<Mutex<Option<LoaderError
     }
 }
 
+/// The loader's knobs at one point of a plan, for every engine: the
+/// sampler (shuffled from `shuffle_seed` when asked), batch, workers.
+pub(crate) fn loader_config(lp: &LoaderPlan, p: Point, shuffle_seed: u64) -> LoaderConfig {
+    LoaderConfig {
+        batch_size: lp.batch_size,
+        drop_last: lp.drop_last,
+        sampler: if lp.shuffle {
+            Sampler::Shuffled { seed: shuffle_seed }
+        } else {
+            Sampler::Sequential
+        },
+        workers: p.workers,
+        kind: p.kind,
+        prefetch: p.prefetch.max(1),
+        persistent: p.persistent,
+        in_order: lp.in_order,
+        on_bad_sample: lp.on_bad_sample,
+        seed: shuffle_seed,
+        fault: None,
+        worker_program: None,
+    }
+}
+
+/// The swept loader knobs of a plan: `workers`, then each knob with more
+/// than one value.
+pub(crate) fn swept_knobs(lp: &LoaderPlan) -> Vec<String> {
+    let mut swept = vec!["workers".to_string()];
+    for (name, n) in [
+        ("worker_kind", lp.kinds.len()),
+        ("prefetch", lp.prefetch.len()),
+        ("persistent", lp.persistent.len()),
+        ("pinned", lp.pinned.len()),
+    ] {
+        if n > 1 {
+            swept.push(name.into());
+        }
+    }
+    swept
+}
+
 /// Every point of a loader sweep, in the suite's order. At workers 0 only
 /// `pinned` varies: kind, prefetch and persistence have no meaning there.
 pub(crate) fn points(lp: &LoaderPlan) -> Vec<Point> {
@@ -420,17 +444,7 @@ impl LoaderExperiment {
 impl GridExperiment for LoaderExperiment {
     fn skeleton(&self) -> Experiment {
         let lp = &self.common.plan;
-        let mut swept = vec!["workers".to_string()];
-        for (name, n) in [
-            ("worker_kind", lp.kinds.len()),
-            ("prefetch", lp.prefetch.len()),
-            ("persistent", lp.persistent.len()),
-            ("pinned", lp.pinned.len()),
-        ] {
-            if n > 1 {
-                swept.push(name.into());
-            }
-        }
+        let swept = swept_knobs(lp);
         const NO_WORKERS: &str = "no workers: the loop builds each batch itself, so there is nothing to keep ahead or alive";
         let configurations = self
             .points

@@ -369,19 +369,7 @@ fn epoch(
     let id = format!("{}-r{repeat}-e{epoch}", mode.as_str());
     t.ctx.wait()?;
     let started = Instant::now();
-    let mut run = Run {
-        id,
-        timing_mode: mode.clone(),
-        repeat,
-        epoch,
-        phase,
-        summary_of: None,
-        whole_run: None,
-        diagnostic: None,
-        memory: None,
-        loader: None,
-        steps: None,
-    };
+    let mut run = Run::new(id, mode.clone(), repeat, epoch, phase);
     match &mode {
         TimingMode::WholeRun => {
             for ids in batches {

@@ -11,11 +11,11 @@ use stallscope_bundle::{
     Configuration, Experiment, Memory, ParamValue, Phase, Run, StepSeries, TimingMode, WholeRun,
     analysis::diagnostic_from_series,
 };
-use stallscope_loader::{Batch, Loader, LoaderConfig, LoaderError, Sampler, SourceSpec};
+use stallscope_loader::{Batch, Loader, LoaderError, SourceSpec};
 
 use super::{LinearTrainer, WgpuCtx, WgpuError, host_peak_rss_bytes};
 use crate::driver::{Driven, UnitCtx, UnitError};
-use crate::loader::experiment::{LoaderExperiment, Point, points};
+use crate::loader::experiment::{LoaderExperiment, Point, loader_config, points, swept_knobs};
 use crate::models::ModelSpec;
 use crate::suite::{DataPlan, ExperimentPlan, ExperimentSpec, LoaderPlan};
 
@@ -186,17 +186,7 @@ impl<'a> WgpuLoader<'a> {
                 .collect();
             return e;
         }
-        let mut swept = vec!["workers".to_string()];
-        for (name, n) in [
-            ("worker_kind", lp.kinds.len()),
-            ("prefetch", lp.prefetch.len()),
-            ("persistent", lp.persistent.len()),
-            ("pinned", lp.pinned.len()),
-        ] {
-            if n > 1 {
-                swept.push(name.into());
-            }
-        }
+        let swept = swept_knobs(lp);
         e.configurations = self
             .points
             .iter()
@@ -241,30 +231,12 @@ impl<'a> WgpuLoader<'a> {
     }
 
     fn loader(&self, p: Point) -> Result<Loader, LoaderError> {
-        let config = LoaderConfig {
-            batch_size: self.plan.batch_size,
-            drop_last: self.plan.drop_last,
-            sampler: if self.plan.shuffle {
-                Sampler::Shuffled {
-                    seed: self.shuffle_seed,
-                }
-            } else {
-                Sampler::Sequential
-            },
-            workers: p.workers,
-            kind: p.kind,
-            prefetch: p.prefetch.max(1),
-            persistent: p.persistent,
-            in_order: self.plan.in_order,
-            on_bad_sample: self.plan.on_bad_sample,
-            seed: self.shuffle_seed,
-            ..LoaderConfig::default()
-        };
-        Loader::new(config, self.spec.clone())
+        Loader::new(
+            loader_config(&self.plan, p, self.shuffle_seed),
+            self.spec.clone(),
+        )
     }
 
-    /// Both timing modes of one unit: a fresh loader and the same initial
-    /// weights for each, one untimed warm-up step, then the epochs.
     /// `way` is the stall way (`compute_only`, `from_host`) or
     /// `full_pipeline` for the loader itself.
     fn unit(

@@ -43,19 +43,13 @@ fn one_size(ctx: &WgpuCtx, size: u64, copies: u32, repeat: u32) -> Result<Vec<Ru
     let bytes = size * u64::from(copies);
     let mut runs = Vec::new();
     for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
-        let mut run = Run {
-            id: format!("{}-r{repeat}", mode.as_str()),
-            timing_mode: mode.clone(),
+        let mut run = Run::new(
+            format!("{}-r{repeat}", mode.as_str()),
+            mode.clone(),
             repeat,
-            epoch: 0,
-            phase: Phase::Steady,
-            summary_of: None,
-            whole_run: None,
-            diagnostic: None,
-            memory: None,
-            loader: None,
-            steps: None,
-        };
+            0,
+            Phase::Steady,
+        );
         ctx.wait()?;
         let started = Instant::now();
         match &mode {
