@@ -114,12 +114,6 @@ impl GridExperiment for BatchSweep {
             settings.insert(k.to_string(), v);
         }
         Experiment {
-            id: self.id.clone(),
-            kind: ExperimentKind::BatchSweep,
-            title: self
-                .title
-                .clone()
-                .unwrap_or_else(|| "Throughput and memory across batch sizes".into()),
             description: Some(format!(
                 "Each batch size trains the {} for whole epochs over {} samples ({}) with the in-loop loader (workers 0{}), in both timing modes; epoch 0 of each repeat is cold, later epochs steady. Peak host RSS is reset before every epoch where the kernel allows it.",
                 self.model.name(),
@@ -139,6 +133,13 @@ impl GridExperiment for BatchSweep {
                 &self.batch_sizes,
                 (self.dataset.sample_shape().iter().product::<i64>() * 4 + 8) as u64,
             ),
+            ..Experiment::new(
+                self.id.clone(),
+                ExperimentKind::BatchSweep,
+                self.title
+                    .clone()
+                    .unwrap_or_else(|| "Throughput and memory across batch sizes".into()),
+            )
         }
     }
 

@@ -109,12 +109,6 @@ impl GridExperiment for Compute {
     fn skeleton(&self) -> Experiment {
         let opt = self.model.default_optimizer();
         Experiment {
-            id: self.id.clone(),
-            kind: ExperimentKind::Compute,
-            title: self
-                .title
-                .clone()
-                .unwrap_or_else(|| "Train step on data already on the device".into()),
             description: Some(format!(
                 "{} distinct synthetic batches are generated on the device before the epoch; each epoch trains the {} on them once (zero_grad, forward, cross-entropy, backward, {} step). No loader and no copy: the diagnostic transfer stage only measures the loop's no-op hand-over.",
                 self.steps,
@@ -139,6 +133,13 @@ impl GridExperiment for Compute {
                 &self.batch_sizes,
                 (self.model.input_shape().iter().product::<i64>() * 4 + 8) as u64,
             ),
+            ..Experiment::new(
+                self.id.clone(),
+                ExperimentKind::Compute,
+                self.title
+                    .clone()
+                    .unwrap_or_else(|| "Train step on data already on the device".into()),
+            )
         }
     }
 

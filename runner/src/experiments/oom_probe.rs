@@ -76,13 +76,6 @@ impl Driven for OomProbe<'_> {
         let (model, memory_fraction) = (self.model, self.memory_fraction);
         let (start_batch, max_batch) = (self.start_batch, self.max_batch);
         Experiment {
-            id: self.plan.id.clone(),
-            kind: ExperimentKind::OomProbe,
-            title: self
-                .plan
-                .title
-                .clone()
-                .unwrap_or_else(|| "Largest batch under a memory cap".into()),
             description: Some(format!(
                 "The caching allocator is capped at {memory_fraction} of the device's memory (per-process memory fraction). One training step of the {} on a synthetic batch is timed whole-run at batch sizes doubling from {start_batch} (at most {max_batch}), then bisecting between the last that fit and the first that failed. The failure is recorded with the error text, the cap, free/total and the allocator's counters; the process frees the failed step's tensors, empties the cache and goes on.",
                 model.name()
@@ -97,6 +90,14 @@ impl Driven for OomProbe<'_> {
             baseline: None,
             not_applicable: self.not_applicable.clone(),
             configurations: Vec::new(),
+            ..Experiment::new(
+                self.plan.id.clone(),
+                ExperimentKind::OomProbe,
+                self.plan
+                    .title
+                    .clone()
+                    .unwrap_or_else(|| "Largest batch under a memory cap".into()),
+            )
         }
     }
 

@@ -105,12 +105,6 @@ impl GridExperiment for Transfer {
             )
         };
         Experiment {
-            id: self.id.clone(),
-            kind: ExperimentKind::Transfer,
-            title: self
-                .title
-                .clone()
-                .unwrap_or_else(|| "Host-to-device copies".into()),
             description: Some(description),
             swept: vec!["size_bytes".into(), "pinned".into(), "non_blocking".into()],
             settings: [
@@ -150,6 +144,13 @@ impl GridExperiment for Transfer {
                         .with_batch_bytes(p.size_bytes)
                 })
                 .collect(),
+            ..Experiment::new(
+                self.id.clone(),
+                ExperimentKind::Transfer,
+                self.title
+                    .clone()
+                    .unwrap_or_else(|| "Host-to-device copies".into()),
+            )
         }
     }
 

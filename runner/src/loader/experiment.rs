@@ -484,11 +484,6 @@ impl GridExperiment for LoaderExperiment {
             })
             .collect::<Vec<_>>();
         Experiment {
-            id: self.common.id.clone(),
-            kind: ExperimentKind::Loader,
-            title: self.common.title.clone().unwrap_or_else(|| {
-                "Loader knobs: workers, kind, prefetch, persistence, pinning".into()
-            }),
             description: Some(format!(
                 "Each configuration trains the {} for whole epochs over {} samples ({}) through the native loader, in both timing modes; epoch 0 of each repeat is cold (worker start-up included), later epochs steady. Thread workers share the runner's process; process workers run the small stallscope-loader-worker binary (no libtorch) and hand batches over through POSIX shared memory. Workers take batches round-robin, each holding at most `prefetch` batches ahead; delivery is {}.",
                 self.common.plan.model.name(),
@@ -505,6 +500,13 @@ impl GridExperiment for LoaderExperiment {
             baseline: configurations.first().map(|c| c.id.clone()),
             not_applicable: None,
             configurations,
+            ..Experiment::new(
+                self.common.id.clone(),
+                ExperimentKind::Loader,
+                self.common.title.clone().unwrap_or_else(|| {
+                    "Loader knobs: workers, kind, prefetch, persistence, pinning".into()
+                }),
+            )
         }
     }
 

@@ -140,13 +140,6 @@ impl GridExperiment for StallExperiment {
         }
         settings.insert("pinned".into(), p.pinned.into());
         Experiment {
-            id: self.common.id.clone(),
-            kind: ExperimentKind::Stall,
-            title: self
-                .common
-                .title
-                .clone()
-                .unwrap_or_else(|| "Where the step waits: differential stall attribution".into()),
             description: Some(format!(
                 "The {} trains three ways on the same batches (the loader's epoch 0, collated before the timed region for the first two): already on the device (compute_only), on pre-collated batches from host memory{} copied each step (from_host), and through the loader ({}). Transfer stall = 1 − from_host/compute_only; data stall = 1 − full_pipeline/from_host, from whole-run rates (the Data Stalls paper's method).{}",
                 self.common.plan.model.name(),
@@ -170,6 +163,13 @@ impl GridExperiment for StallExperiment {
                         .with_batch_bytes(self.common.batch_bytes())
                 })
                 .collect(),
+            ..Experiment::new(
+                self.common.id.clone(),
+                ExperimentKind::Stall,
+                self.common.title.clone().unwrap_or_else(|| {
+                    "Where the step waits: differential stall attribution".into()
+                }),
+            )
         }
     }
 

@@ -146,14 +146,12 @@ pub(crate) fn wgpu_plan(p: &ExperimentPlan, plan: &Plan) -> Result<WgpuWork, Str
 
 fn not_applicable(p: &ExperimentPlan, reason: &str) -> Experiment {
     Experiment {
-        id: p.id.clone(),
-        kind: p.spec.kind(),
-        title: title(p),
         description: None,
         swept: Vec::new(),
         settings: Default::default(),
         baseline: None,
         not_applicable: Some(reason.to_string()),
         configurations: Vec::new(),
+        ..Experiment::new(p.id.clone(), p.spec.kind(), title(p))
     }
 }

@@ -458,9 +458,6 @@ impl<'a> WgpuLinear<'a> {
             .min(plan.samples.max(1));
         let trainer = LinearTrainer::new(ctx, plan.features, plan.classes, max_batch, plan.lr)?;
         let experiment = Experiment {
-            id: id.to_string(),
-            kind,
-            title: title.to_string(),
             description: Some(format!(
                 "The seeds/000 linear classifier ({}→{}, softmax cross-entropy, SGD {}) trained as WGSL compute passes on {} ({:?}); batches gathered on the host and written to the device each step (workers = 0).",
                 plan.features, plan.classes, plan.lr, ctx.info.name, ctx.info.backend
@@ -494,6 +491,7 @@ impl<'a> WgpuLinear<'a> {
                         .with_batch_bytes(u64::from(*b) * (u64::from(plan.features) * 4 + 4))
                 })
                 .collect(),
+            ..Experiment::new(id.to_string(), kind, title.to_string())
         };
         Ok(WgpuLinear {
             ctx,

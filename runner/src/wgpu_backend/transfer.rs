@@ -116,9 +116,6 @@ pub struct WgpuTransfer<'a> {
 impl<'a> WgpuTransfer<'a> {
     pub fn new(ctx: &'a WgpuCtx, id: &str, title: &str, plan: TransferPlan) -> Self {
         let experiment = Experiment {
-            id: id.to_string(),
-            kind: ExperimentKind::Transfer,
-            title: title.to_string(),
             description: Some(format!(
                 "Queue::write_buffer from host memory into a device buffer on {} ({:?}); wgpu stages the copy itself, so there is no pageable/pinned or stream choice here. The diagnostic compute stage is empty (no kernel runs).",
                 ctx.info.name, ctx.info.backend
@@ -144,6 +141,7 @@ impl<'a> WgpuTransfer<'a> {
                     .with_batch_bytes(*s)
                 })
                 .collect(),
+            ..Experiment::new(id.to_string(), ExperimentKind::Transfer, title.to_string())
         };
         WgpuTransfer {
             ctx,
