@@ -27,7 +27,7 @@ pub use images::ImageSpec;
 pub use process::{
     PARENT_ENV, WORKER_PROGRAM, WORKER_PROGRAM_ENV, beside_running_program, worker_program,
 };
-pub use sampler::{Sampler, epoch_batches};
+pub use sampler::{Sampler, Shard, epoch_batches, shard_batches};
 pub use shm::SEGMENT_PREFIX;
 pub use source::{Fault, SampleError, Source, SourceOpenError, SourceSpec, open_source};
 pub use stats::StageTotal;

@@ -16,6 +16,19 @@ pub enum Sampler {
     Shuffled { seed: u64 },
 }
 
+/// Which share of every epoch one process takes: rank `rank` of `world`
+/// (the shape rank sharding needs; one process is [`Shard::WHOLE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub rank: usize,
+    pub world: usize,
+}
+
+impl Shard {
+    /// The whole epoch: rank 0 of 1.
+    pub const WHOLE: Shard = Shard { rank: 0, world: 1 };
+}
+
 /// The batches of one epoch, each a list of sample indices.
 pub fn epoch_batches(
     sampler: Sampler,
@@ -24,9 +37,35 @@ pub fn epoch_batches(
     drop_last: bool,
     epoch: u32,
 ) -> Vec<Vec<u64>> {
+    shard_batches(sampler, samples, batch_size, drop_last, epoch, Shard::WHOLE)
+}
+
+/// One rank's batches of one epoch, as PyTorch's `DistributedSampler` (with
+/// its own `drop_last` off) shares an epoch: the epoch's order (the same on
+/// every rank, from the seed and the epoch) is padded by repeating its start
+/// to a multiple of `world`, and rank `r` takes every `world`-th sample from
+/// position `r`; then batches as usual.
+pub fn shard_batches(
+    sampler: Sampler,
+    samples: usize,
+    batch_size: usize,
+    drop_last: bool,
+    epoch: u32,
+    shard: Shard,
+) -> Vec<Vec<u64>> {
     let mut order: Vec<u64> = (0..samples as u64).collect();
     if let Sampler::Shuffled { seed } = sampler {
         Rng::new(shuffle_seed(seed, epoch)).shuffle(&mut order);
+    }
+    let world = shard.world.max(1);
+    if world > 1 && !order.is_empty() {
+        let total = samples.div_ceil(world) * world;
+        let padded: Vec<u64> = order.iter().copied().cycle().take(total).collect();
+        order = padded
+            .into_iter()
+            .skip(shard.rank.min(world - 1))
+            .step_by(world)
+            .collect();
     }
     let batch_size = batch_size.max(1);
     order
@@ -58,5 +97,30 @@ mod tests {
         let mut all: Vec<u64> = a.concat();
         all.sort();
         assert_eq!(all, (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn shards_are_equal_strided_shares_of_one_padded_order() {
+        let s = Sampler::Shuffled { seed: 7 };
+        let whole = epoch_batches(s, 10, 100, false, 3).concat();
+        assert_eq!(
+            shard_batches(s, 10, 100, false, 3, Shard::WHOLE).concat(),
+            whole
+        );
+        // 10 samples over 4 ranks: padded to 12 with the order's first two.
+        let mut padded = whole.clone();
+        padded.extend_from_slice(&whole[..2]);
+        for rank in 0..4 {
+            let mine = shard_batches(s, 10, 100, false, 3, Shard { rank, world: 4 }).concat();
+            let expected: Vec<u64> = padded.iter().copied().skip(rank).step_by(4).collect();
+            assert_eq!(mine, expected, "rank {rank}");
+            assert_eq!(mine.len(), 3);
+        }
+        // Divisible: the ranks' shares are disjoint and cover the epoch.
+        let mut all: Vec<u64> = (0..5)
+            .flat_map(|rank| shard_batches(s, 20, 3, false, 0, Shard { rank, world: 5 }).concat())
+            .collect();
+        all.sort();
+        assert_eq!(all, (0..20).collect::<Vec<_>>());
     }
 }
