@@ -229,17 +229,22 @@ impl<'a> LinearTrainer<'a> {
             .write_buffer(&self.w, 0, bytemuck_f32(weights));
     }
 
-    /// The host→device copy of one batch (queued; it lands at the next submit).
-    pub fn write_batch(&self, x: &[f32], y: &[u32]) {
-        let batch = y.len() as u32;
+    /// The step's parameters: `batch` rows of the resident buffers (queued;
+    /// they land at the next submit).
+    pub fn set_rows(&self, batch: u32) {
         debug_assert!(batch <= self.max_batch);
         let mut p = [0u8; 16];
         p[0..4].copy_from_slice(&batch.to_le_bytes());
         p[4..8].copy_from_slice(&self.features.to_le_bytes());
         p[8..12].copy_from_slice(&self.classes.to_le_bytes());
         p[12..16].copy_from_slice(&self.lr.to_le_bytes());
+        self.ctx.queue.write_buffer(&self.params, 0, &p);
+    }
+
+    /// The host→device copy of one batch (queued; it lands at the next submit).
+    pub fn write_batch(&self, x: &[f32], y: &[u32]) {
+        self.set_rows(y.len() as u32);
         let q = &self.ctx.queue;
-        q.write_buffer(&self.params, 0, &p);
         q.write_buffer(&self.x, 0, bytemuck_f32(x));
         q.write_buffer(&self.y, 0, bytemuck_u32(y));
     }

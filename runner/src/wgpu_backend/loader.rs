@@ -28,11 +28,18 @@ const NO_PINNING: &str =
 enum Batches<'b> {
     /// The real loader.
     Loader(&'b mut Loader),
-    /// Pre-collated batches in host memory, written each step.
-    Host(&'b [Batch]),
+    /// Pre-collated batches in host memory (labels already as the shader's
+    /// u32), written each step.
+    Host(&'b [HostBatch]),
     /// One batch written to the device before the clock; the steps train
     /// on it with these row counts (no copy inside the epoch).
     Resident(&'b [usize]),
+}
+
+/// A batch collated before the clock, in the form the step writes.
+struct HostBatch {
+    x: Vec<f32>,
+    y: Vec<u32>,
 }
 
 /// A `loader` (the knobs swept) or `stall` (three ways) experiment on wgpu.
@@ -247,32 +254,40 @@ impl<'a> WgpuLoader<'a> {
         repeat: u32,
         cx: &UnitCtx,
     ) -> Result<Vec<Run>, UnitError> {
-        // from_host and compute_only: the loader's epoch 0, before the clock.
-        let host = if self.stall && way != "full_pipeline" {
+        // from_host and compute_only: the loader's epoch 0, collated before
+        // the clock; only the full pipeline runs a loader while timed.
+        let host: Vec<HostBatch> = if way == "full_pipeline" {
+            Vec::new()
+        } else {
             let mut l = self.loader(point).map_err(loader_error)?;
             let batches: Result<Vec<Batch>, _> = l.start_epoch(0).map_err(loader_error)?.collect();
-            Some(batches.map_err(loader_error)?)
-        } else {
-            None
+            batches
+                .map_err(loader_error)?
+                .into_iter()
+                .map(|b| HostBatch {
+                    y: labels(&b),
+                    x: b.inputs,
+                })
+                .collect()
         };
-        let rows: Vec<usize> = host.iter().flatten().map(|b| b.sample_ids.len()).collect();
+        let rows: Vec<usize> = host.iter().map(|b| b.y.len()).collect();
         let mut runs = Vec::new();
         for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
-            let mut loader = self.loader(point).map_err(loader_error)?;
-            self.warm_up(host.as_ref().and_then(|h| h.first()))
-                .map_err(wgpu_error)?;
+            let mut loader = match way {
+                "full_pipeline" => Some(self.loader(point).map_err(loader_error)?),
+                _ => None,
+            };
+            self.warm_up(host.first()).map_err(wgpu_error)?;
             for epoch in 0..self.epochs {
                 cx.progress
                     .epoch(&self.experiment.id, cid, repeat, mode.clone(), epoch);
-                let batches = match (way, &host) {
-                    ("compute_only", _) => Batches::Resident(&rows),
-                    ("from_host", Some(h)) => Batches::Host(h),
-                    _ => Batches::Loader(&mut loader),
+                let batches = match (way, loader.as_mut()) {
+                    (_, Some(l)) => Batches::Loader(l),
+                    ("compute_only", None) => Batches::Resident(&rows),
+                    _ => Batches::Host(&host),
                 };
                 let mut run = self.epoch(batches, mode.clone(), repeat, epoch, cx)?;
-                if way != "compute_only" && way != "from_host" {
-                    run.loader = loader.last_stats();
-                }
+                run.loader = loader.as_ref().and_then(Loader::last_stats);
                 runs.push(run);
                 cx.progress.epoch_done();
             }
@@ -283,22 +298,23 @@ impl<'a> WgpuLoader<'a> {
     /// The initial weights, one step of the same shape outside the timed
     /// region, the initial weights again; compute_only's resident batch
     /// stays written.
-    fn warm_up(&self, resident: Option<&Batch>) -> Result<(), WgpuError> {
+    fn warm_up(&self, resident: Option<&HostBatch>) -> Result<(), WgpuError> {
         let t = &self.trainer;
         t.set_weights(&self.weights);
         let rows = self.plan.batch_size;
-        let x;
-        let y;
-        let (xs, ys): (&[f32], Vec<u32>) = match resident {
-            Some(b) => (&b.inputs, labels(b)),
+        let zeros;
+        let b = match resident {
+            Some(b) => b,
             None => {
-                x = vec![0.0; rows * self.features as usize];
-                y = vec![0u32; rows];
-                (&x, y.clone())
+                zeros = HostBatch {
+                    x: vec![0.0; rows * self.features as usize],
+                    y: vec![0; rows],
+                };
+                &zeros
             }
         };
-        t.write_batch(xs, &ys);
-        t.submit_step(ys.len() as u32);
+        t.write_batch(&b.x, &b.y);
+        t.submit_step(b.y.len() as u32);
         t.set_weights(&self.weights);
         self.ctx.wait()
     }
@@ -319,9 +335,9 @@ impl<'a> WgpuLoader<'a> {
         self.ctx.wait().map_err(wgpu_error)?;
         let started = Instant::now();
         let mut iterator_creation_s = None;
-        let mut step = |xs: Option<(&[f32], Vec<u32>)>, n: usize, t0: Instant| {
+        let mut step = |xs: Option<(&[f32], &[u32])>, n: usize, t0: Instant| {
             let t1 = Instant::now();
-            if let Some((x, y)) = &xs {
+            if let Some((x, y)) = xs {
                 t.write_batch(x, y);
             }
             if diagnostic {
@@ -350,8 +366,8 @@ impl<'a> WgpuLoader<'a> {
                     let t0 = Instant::now();
                     let Some(b) = it.next_batch() else { break };
                     let b = b.map_err(loader_error)?;
-                    step(Some((&b.inputs, labels(&b))), b.sample_ids.len(), t0)
-                        .map_err(wgpu_error)?;
+                    let y = labels(&b);
+                    step(Some((&b.inputs, &y)), y.len(), t0).map_err(wgpu_error)?;
                     if cx.stop.load(Ordering::Relaxed) {
                         return Err(UnitError::Interrupted);
                     }
@@ -360,15 +376,22 @@ impl<'a> WgpuLoader<'a> {
             Batches::Host(host) => {
                 for b in host {
                     let t0 = Instant::now();
-                    step(Some((&b.inputs, labels(b))), b.sample_ids.len(), t0)
-                        .map_err(wgpu_error)?;
+                    step(Some((&b.x, &b.y)), b.y.len(), t0).map_err(wgpu_error)?;
                     if cx.stop.load(Ordering::Relaxed) {
                         return Err(UnitError::Interrupted);
                     }
                 }
             }
             Batches::Resident(rows) => {
+                // The warm-up left the first batch resident: no batch is
+                // copied, only the step's 16 bytes of parameters when its
+                // row count changes (the epoch's first and its partial last).
+                let mut resident = None;
                 for &n in rows {
+                    if resident != Some(n) {
+                        t.set_rows(n as u32);
+                        resident = Some(n);
+                    }
                     step(None, n, Instant::now()).map_err(wgpu_error)?;
                     if cx.stop.load(Ordering::Relaxed) {
                         return Err(UnitError::Interrupted);
