@@ -5,12 +5,12 @@
 //! NEW/BASE and the change. The full tables are `--wide`.
 
 use stallscope_bundle::analysis::{
-    BundleComparison, ComparisonTable, MetricKey, Summary, TableOptions, Unit, comparison_table,
+    BundleComparison, ComparisonTable, MetricKey, Summary, TableOptions, comparison_table,
     key_columns, preferred_phase, show_ratio, verdict,
 };
 use stallscope_bundle::{Bundle, Experiment, Provenance, TimingMode};
 
-use super::comparison::change_text;
+use super::comparison::{comparison_rows, comparison_unit};
 use super::text::{Column, WIDTH, compact_table, wrap};
 
 /// Every experiment of a bundle: title, verdict, compact table.
@@ -206,33 +206,13 @@ pub fn render_comparison_compact(c: &BundleComparison, base_name: &str, new_name
                 WIDTH,
             ));
         }
-        let values: Vec<f64> = e
-            .rows
-            .iter()
-            .flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)])
-            .flatten()
-            .collect();
-        let unit = Unit::for_values(e.metric.quantity(), &values);
+        let unit = comparison_unit(e);
         let cell = |s: &Option<Summary>| match s {
             None => "—".to_string(),
             Some(s) if s.noisy => format!("{} (! {:.0}%)", unit.show(s.median), s.spread * 100.0),
             Some(s) => unit.show(s.median),
         };
-        let rows: Vec<Vec<String>> = e
-            .rows
-            .iter()
-            .map(|r| {
-                vec![
-                    r.label.clone(),
-                    cell(&r.base),
-                    cell(&r.new),
-                    r.ratio.map(show_ratio).unwrap_or_else(|| "—".into()),
-                    r.note
-                        .clone()
-                        .unwrap_or_else(|| change_text(r.change, c.threshold_percent)),
-                ]
-            })
-            .collect();
+        let rows = comparison_rows(e, c.threshold_percent, cell);
         let cols = [
             Column::left("configuration", ""),
             Column::right("BASE", "median"),

@@ -2,7 +2,9 @@
 //! figures of BASE and NEW side by side with min–max, as aligned text
 //! (`--wide`), Markdown, CSV or JSON (the compact default is in `compact`).
 
-use stallscope_bundle::analysis::{BundleComparison, Change, Summary, Unit, csv_field, show_ratio};
+use stallscope_bundle::analysis::{
+    BundleComparison, Change, ExperimentComparison, Summary, Unit, csv_field, show_ratio,
+};
 
 use super::align;
 
@@ -14,6 +16,40 @@ pub(super) fn change_text(c: Option<Change>, threshold: f64) -> String {
         Some(Change::Noise) => "~ (within noise)".into(),
         None => String::new(),
     }
+}
+
+/// One unit for all of an experiment's BASE and NEW medians.
+pub(super) fn comparison_unit(e: &ExperimentComparison) -> Unit {
+    let values: Vec<f64> = e
+        .rows
+        .iter()
+        .flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)])
+        .flatten()
+        .collect();
+    Unit::for_values(e.metric.quantity(), &values)
+}
+
+/// Each row of an experiment's comparison: label, BASE, NEW (each figure
+/// through `cell`), NEW/BASE and the change against `threshold`.
+pub(super) fn comparison_rows(
+    e: &ExperimentComparison,
+    threshold: f64,
+    cell: impl Fn(&Option<Summary>) -> String,
+) -> Vec<Vec<String>> {
+    e.rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.label.clone(),
+                cell(&r.base),
+                cell(&r.new),
+                r.ratio.map(show_ratio).unwrap_or_else(|| "—".into()),
+                r.note
+                    .clone()
+                    .unwrap_or_else(|| change_text(r.change, threshold)),
+            ]
+        })
+        .collect()
 }
 
 fn change_key(c: Option<Change>) -> &'static str {
@@ -67,13 +103,7 @@ pub fn render_comparison_text(c: &BundleComparison, base_name: &str, new_name: &
                 d.field, d.base, d.new
             ));
         }
-        let values: Vec<f64> = e
-            .rows
-            .iter()
-            .flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)])
-            .flatten()
-            .collect();
-        let unit = Unit::for_values(e.metric.quantity(), &values);
+        let unit = comparison_unit(e);
         let cell = |s: &Option<Summary>| match s {
             None => "—".to_string(),
             Some(s) => {
@@ -87,21 +117,7 @@ pub fn render_comparison_text(c: &BundleComparison, base_name: &str, new_name: &
                 t
             }
         };
-        let rows: Vec<Vec<String>> = e
-            .rows
-            .iter()
-            .map(|r| {
-                vec![
-                    r.label.clone(),
-                    cell(&r.base),
-                    cell(&r.new),
-                    r.ratio.map(show_ratio).unwrap_or_else(|| "—".into()),
-                    r.note
-                        .clone()
-                        .unwrap_or_else(|| change_text(r.change, c.threshold_percent)),
-                ]
-            })
-            .collect();
+        let rows = comparison_rows(e, c.threshold_percent, cell);
         out.push_str(&align(
             &[
                 "configuration".into(),
@@ -148,27 +164,12 @@ pub fn render_comparison_markdown(c: &BundleComparison, base_name: &str, new_nam
             md(base_name),
             md(new_name)
         ));
-        let values: Vec<f64> = e
-            .rows
-            .iter()
-            .flat_map(|r| [r.base.map(|s| s.median), r.new.map(|s| s.median)])
-            .flatten()
-            .collect();
-        let unit = Unit::for_values(e.metric.quantity(), &values);
-        for r in &e.rows {
-            let show =
-                |s: &Option<Summary>| s.map(|s| unit.show(s.median)).unwrap_or_else(|| "—".into());
-            out.push_str(&format!(
-                "| {} | {} | {} | {} | {} |\n",
-                md(&r.label),
-                show(&r.base),
-                show(&r.new),
-                r.ratio.map(show_ratio).unwrap_or_else(|| "—".into()),
-                md(&r
-                    .note
-                    .clone()
-                    .unwrap_or_else(|| change_text(r.change, c.threshold_percent)))
-            ));
+        let unit = comparison_unit(e);
+        let show =
+            |s: &Option<Summary>| s.map(|s| unit.show(s.median)).unwrap_or_else(|| "—".into());
+        for row in comparison_rows(e, c.threshold_percent, show) {
+            let cells: Vec<String> = row.iter().map(|t| md(t)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
         out.push('\n');
     }
