@@ -28,6 +28,14 @@ pub trait Progress {
     fn planned(&self, _epochs: u64) {}
 }
 
+/// Progress that reports nothing (tests, and engines setting up).
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn epoch(&self, _: &str, _: &str, _: u32, _: TimingMode, _: u32) {}
+    fn epoch_done(&self) {}
+}
+
 /// Why a unit did not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum UnitError {
@@ -268,15 +276,10 @@ pub fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
 /// filled in. For engines' own tests.
 #[cfg(test)]
 pub(crate) fn drive_alone(driven: &mut dyn Driven, repeats: u32) -> (Experiment, Outcome) {
-    struct Quiet;
-    impl Progress for Quiet {
-        fn epoch(&self, _: &str, _: &str, _: u32, _: TimingMode, _: u32) {}
-        fn epoch_done(&self) {}
-    }
     let stop = AtomicBool::new(false);
     let cx = UnitCtx {
         stop: &stop,
-        progress: &Quiet,
+        progress: &NoProgress,
         inject_panic: None,
     };
     let mut bundle: Bundle = serde_json::from_value(serde_json::json!({

@@ -16,19 +16,13 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicBool;
 
 use stallscope::device::DeviceCtx;
-use stallscope::driver::Progress;
+use stallscope::driver::NoProgress;
 use stallscope::engine::{Engine, RunOptions, run_plan, seeds};
 use stallscope::experiments::TorchEngine;
 use stallscope::suite::parse_suite;
 use stallscope::wgpu_backend::WgpuEngine;
-use stallscope_bundle::{TimingMode, parse_bundle, validate};
+use stallscope_bundle::{parse_bundle, validate};
 use stallscope_loader::rng::Rng;
-
-struct Quiet;
-impl Progress for Quiet {
-    fn epoch(&self, _: &str, _: &str, _: u32, _: TimingMode, _: u32) {}
-    fn epoch_done(&self) {}
-}
 
 fn pick<'a, T>(rng: &mut Rng, items: &'a [T]) -> &'a T {
     &items[rng.below(items.len() as u64) as usize]
@@ -42,18 +36,6 @@ fn subset<T: std::fmt::Display>(rng: &mut Rng, items: &[T]) -> String {
             .iter()
             .filter(|_| rng.coin())
             .map(ToString::to_string)
-            .collect();
-    }
-    format!("[{}]", chosen.join(", "))
-}
-
-fn strs(rng: &mut Rng, items: &[&str]) -> String {
-    let mut chosen: Vec<String> = Vec::new();
-    while chosen.is_empty() {
-        chosen = items
-            .iter()
-            .filter(|_| rng.coin())
-            .map(|x| format!("\"{x}\""))
             .collect();
     }
     format!("[{}]", chosen.join(", "))
@@ -100,7 +82,7 @@ fn loader_table(rng: &mut Rng, out: &mut String, stall: bool, source: &str) {
         writeln!(
             out,
             "worker_kinds = {}",
-            strs(rng, &["threads", "processes"])
+            subset(rng, &["\"threads\"", "\"processes\""])
         )
         .unwrap();
         writeln!(out, "prefetch = {}", subset(rng, &[1, 2])).unwrap();
@@ -249,7 +231,7 @@ fn every_accepted_generated_suite_yields_a_valid_bundle() {
             let options = RunOptions {
                 out_dir: Some(&out_dir),
                 stop: &stop,
-                progress: &Quiet,
+                progress: &NoProgress,
                 inject_panic: None,
             };
             let result = catch_unwind(AssertUnwindSafe(|| run_plan(&plan, engine, &options)));

@@ -7,16 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use stallscope_bundle::{
     Bundle, Configuration, Environment, Experiment, ExperimentKind, Failure, OomFailure, Phase,
-    Provenance, Run, RunState, RunStatus, SchemaVersion, TimingMode, WholeRun,
+    Provenance, Run, RunState, RunStatus, SchemaVersion, WholeRun,
 };
 
 use super::*;
-
-struct Quiet;
-impl Progress for Quiet {
-    fn epoch(&self, _: &str, _: &str, _: u32, _: TimingMode, _: u32) {}
-    fn epoch_done(&self) {}
-}
 
 fn run(steps: u64) -> Run {
     let mut r: Run = serde_json::from_value(serde_json::json!({
@@ -133,7 +127,7 @@ fn go(script: &mut Script, repeats: u32, stop: &AtomicBool) -> (Bundle, Outcome,
     let mut b = bundle(script.skeleton());
     let cx = UnitCtx {
         stop,
-        progress: &Quiet,
+        progress: &NoProgress,
         inject_panic: None,
     };
     let mut saves = 0;

@@ -16,7 +16,7 @@ use stallscope_bundle::{
 };
 
 use crate::device::DeviceCtx;
-use crate::driver::{Driven, UnitCtx};
+use crate::driver::{Driven, NoProgress, UnitCtx};
 pub use crate::driver::{Outcome, Progress, UnitError, order, panic_message};
 use crate::engine::Engine;
 use crate::feed::Feed;
@@ -63,12 +63,6 @@ pub struct TorchEngine<'a> {
     pub device: &'a DeviceCtx,
     pub data_dir: Option<&'a Path>,
     pub seeds: Seeds,
-}
-
-struct NoProgress;
-impl Progress for NoProgress {
-    fn epoch(&self, _: &str, _: &str, _: u32, _: TimingMode, _: u32) {}
-    fn epoch_done(&self) {}
 }
 
 static NEVER_STOP: AtomicBool = AtomicBool::new(false);
