@@ -1,13 +1,17 @@
 //! Build script: compiles the C++ shim against the libtorch headers (no CUDA
-//! at build time) and records the git commit the runner was built from.
+//! at build time), embeds the viewer and the Python peers harness, and
+//! records the git commit the runner was built from.
 use std::path::PathBuf;
 use std::process::Command;
 
+#[path = "build_harness.rs"]
+mod build_harness;
 #[path = "build_web_dist.rs"]
 mod build_web_dist;
 
 fn main() {
     build_web_dist::embed();
+    build_harness::embed();
     println!("cargo:rerun-if-changed=src/shim/shim.cpp");
     println!("cargo:rerun-if-env-changed=LIBTORCH");
     println!("cargo:rerun-if-env-changed=LIBTORCH_INCLUDE");

@@ -81,6 +81,10 @@ pub struct RunArgs {
     /// without it, data of the same shape is generated and recorded as synthetic.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
+    /// Python of the peer engines (pytorch, spdl); default: STALLSCOPE_PYTHON, then the
+    /// environment `cargo xtask setup --peers` makes in the cache.
+    #[arg(long)]
+    pub python: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -47,6 +47,13 @@ pub enum UnitError {
     /// sample; an out-of-memory error carries its numbers).
     #[error("{0:?}")]
     Recorded(Box<Failure>),
+    /// The unit measured some epochs, then failed (a harness that died
+    /// mid-unit): the epochs are kept with the failure.
+    #[error("{failure:?} after {} runs", runs.len())]
+    Partial {
+        runs: Vec<Run>,
+        failure: Box<Failure>,
+    },
 }
 
 /// What the driver gives every unit.
@@ -144,10 +151,10 @@ pub fn drive(
     let configs = bundle.experiments[exp_index].configurations.len();
     for repeat in 0..repeats {
         for ci in order(configs, repeat) {
-            if bundle.experiments[exp_index].configurations[ci]
-                .failure
-                .is_some()
-            {
+            let config = &bundle.experiments[exp_index].configurations[ci];
+            // A failed configuration is not retried; one whose engine is
+            // not applicable here (no Python peers) has nothing to run.
+            if config.failure.is_some() || config.not_applicable.contains_key("engine") {
                 continue;
             }
             match run_one(bundle, exp_index, ci, repeat, driven, cx) {
@@ -243,6 +250,11 @@ fn run_one(
         }
         Ok(Err(UnitError::Failed(message))) => {
             config.failure = Some(Failure::Error { message });
+            Step::Failed
+        }
+        Ok(Err(UnitError::Partial { runs, failure })) => {
+            config.runs.extend(runs);
+            config.failure = Some(*failure);
             Step::Failed
         }
         Err(payload) => {

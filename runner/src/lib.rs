@@ -13,6 +13,7 @@ pub mod experiments;
 pub mod feed;
 pub mod loader;
 pub mod models;
+pub mod peers;
 pub mod report;
 pub mod shim;
 pub mod suite;

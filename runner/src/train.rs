@@ -196,6 +196,72 @@ fn diagnostic_epoch(
     Ok((diagnostic, series))
 }
 
+/// One epoch of `model = "none"`: the loop only takes each batch from the
+/// feed (seeds/002's first check): no copy, no step. Diagnostic runs time
+/// the wait per step; their transfer and compute are 0.
+pub fn loader_only_epoch(
+    feed: &mut dyn Feed,
+    slot: EpochSlot,
+    stop: &AtomicBool,
+) -> Result<Run, LoopError> {
+    let mut run = Run::new(
+        slot.run_id(),
+        slot.mode.clone(),
+        slot.repeat,
+        slot.epoch,
+        slot.phase(),
+    );
+    let mut series = StepSeries::default();
+    let (mut samples, mut steps, mut bytes) = (0u64, 0u64, 0u64);
+    let started = Instant::now();
+    let iterator_creation_s;
+    {
+        let mut it = feed.start_epoch(slot.epoch)?;
+        iterator_creation_s = started.elapsed().as_secs_f64();
+        loop {
+            let t0 = Instant::now();
+            let Some(batch) = it.next_batch() else { break };
+            let batch = batch?;
+            if slot.mode == TimingMode::Diagnostic {
+                series.next_wait_ns.push(t0.elapsed().as_nanos() as u64);
+                series.transfer_ns.push(0);
+                series.compute_ns.push(0);
+            }
+            samples += batch.len() as u64;
+            bytes += batch.bytes();
+            steps += 1;
+            if stop.load(Ordering::Relaxed) {
+                return Err(LoopError::Interrupted);
+            }
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    match slot.mode {
+        TimingMode::WholeRun => {
+            run.whole_run = Some(WholeRun {
+                seconds: Some(seconds),
+                samples: Some(samples),
+                samples_per_s: Some(samples as f64 / seconds),
+                steps: Some(steps),
+                step_s: (steps > 0).then(|| seconds / steps as f64),
+                bytes: Some(bytes),
+            })
+        }
+        _ => {
+            run.diagnostic = Some(diagnostic_from_series(
+                &series,
+                seconds,
+                samples,
+                bytes,
+                Some(iterator_creation_s),
+            ));
+            run.steps = Some(series);
+        }
+    }
+    run.loader = feed.loader_stats();
+    Ok(run)
+}
+
 pub use stallscope_bundle::analysis::{diagnostic_from_series, stage_stat};
 
 #[cfg(test)]

@@ -234,7 +234,13 @@ impl Validator {
     }
 
     fn configuration(&mut self, c: &Configuration, path: &str) {
-        if self.complete && c.runs.is_empty() && c.failure.is_none() {
+        // A configuration whose engine is not applicable here (its reason
+        // under `not_applicable.engine`) has nothing to run.
+        if self.complete
+            && c.runs.is_empty()
+            && c.failure.is_none()
+            && !c.not_applicable.contains_key("engine")
+        {
             self.push(
                 format!("{path}.runs"),
                 "no runs and no failure",

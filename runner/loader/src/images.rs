@@ -109,6 +109,12 @@ impl ImageDirSource {
     pub fn path(&self, index: u64) -> &Path {
         &self.files[index as usize].0
     }
+
+    /// Every image with its label, in sample order (what the peer engines
+    /// are given, so they read the same files as the same samples).
+    pub fn files(&self) -> &[(PathBuf, i64)] {
+        &self.files
+    }
 }
 
 impl Source for ImageDirSource {

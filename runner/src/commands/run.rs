@@ -82,6 +82,9 @@ fn progress_message(
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let plan = suite::load(args.suite.as_deref(), args.preset.as_deref(), args.quick)?;
+    if let Some(p) = &args.python {
+        crate::peers::python::set_python(p.clone());
+    }
     // The engine: wgpu, or libtorch on the device asked for.
     let wgpu;
     let device;

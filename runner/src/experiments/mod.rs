@@ -212,6 +212,37 @@ pub fn train_unit(
     Ok(runs)
 }
 
+/// One unit of `model = "none"`: per timing mode a fresh feed, then
+/// `epochs` loops over the loader alone (no trainer, no warm-up step).
+pub fn loader_only_unit(
+    rc: &RunCtx,
+    exp_id: &str,
+    config_id: &str,
+    repeat: u32,
+    epochs: u32,
+    make_feed: &mut dyn FnMut() -> Result<Box<dyn Feed>, UnitError>,
+) -> Result<Vec<Run>, UnitError> {
+    let mut runs = Vec::new();
+    for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
+        let mut feed = make_feed()?;
+        for epoch in 0..epochs {
+            rc.progress
+                .epoch(exp_id, config_id, repeat, mode.clone(), epoch);
+            rc.device.reset_peaks();
+            let slot = EpochSlot {
+                mode: mode.clone(),
+                repeat,
+                epoch,
+            };
+            let mut run = crate::train::loader_only_epoch(feed.as_mut(), slot, rc.stop)?;
+            run.memory = Some(rc.device.memory());
+            rc.progress.epoch_done();
+            runs.push(run);
+        }
+    }
+    Ok(runs)
+}
+
 /// One configuration per batch size (id `bs{b}`, param `batch_size`), each
 /// batch `bytes_per_sample × b` bytes; runs are filled in as units finish.
 pub fn batch_size_configurations(batch_sizes: &[i64], bytes_per_sample: u64) -> Vec<Configuration> {

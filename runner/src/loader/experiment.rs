@@ -6,18 +6,19 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use stallscope_bundle::{Configuration, Engine, Experiment, ExperimentKind, ParamValue, Run};
+use stallscope_bundle::{Experiment, ExperimentKind, ParamValue, Run};
 
 use super::generate::{ImageSetSpec, default_cache_root, ensure_image_set};
 use super::native_feed::{NativeFeed, Pinning};
+pub(crate) use super::points::{Point, points, swept_knobs};
+use super::points::{configuration, point_id};
 use super::{
-    Fault, ImageSpec, LoaderConfig, LoaderError, OnBadSample, Sampler, SourceSpec, WorkerKind,
-    full_batch_bytes,
+    Fault, ImageSpec, LoaderConfig, LoaderError, OnBadSample, Sampler, SourceSpec, full_batch_bytes,
 };
 use crate::experiments::{GridExperiment, RunCtx, UnitError, train_unit};
 use crate::feed::Feed;
 use crate::models::ModelSpec;
-use crate::suite::{DataPlan, LoaderPlan};
+use crate::suite::{DataPlan, EngineName, LoaderPlan};
 use crate::suite::{ExperimentPlan, ExperimentSpec};
 use crate::train::CopyMode;
 
@@ -42,30 +43,28 @@ fn fault_from_env(config_id: &str) -> Option<Fault> {
     }
 }
 
-/// One loader configuration of a sweep.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Point {
-    pub(crate) workers: usize,
-    pub(crate) kind: WorkerKind,
-    pub(crate) prefetch: usize,
-    pub(crate) persistent: bool,
-    pub(crate) pinned: bool,
-}
-
 /// What both experiments share: the data, the model, the loader basics.
 pub(super) struct Common {
     pub(super) id: String,
     pub(super) title: Option<String>,
     pub(super) epochs: u32,
     pub(super) plan: LoaderPlan,
-    pub(super) spec: SourceSpec,
+    /// The native loader's source; `None` for a user's Python Dataset,
+    /// which only the pytorch engine reads.
+    pub(super) spec: Option<SourceSpec>,
     pub(super) data_source: String,
+    /// Trainable parameters of the model (none with `model = "none"`):
+    /// every engine must build the same.
+    pub(super) parameters: Option<u64>,
+    /// The tensor source written to files for the peer engines (once).
+    pub(super) peer_files: std::sync::OnceLock<Result<super::peer::PeerFiles, String>>,
     pub(super) samples: usize,
     pub(super) sample_dims: Vec<usize>,
     pub(super) shuffle_seed: u64,
     pub(super) cuda: bool,
     pub(super) device: tch::Device,
     pub(super) pin_note: Option<String>,
+    pub(super) weights_seed: u64,
 }
 
 impl Common {
@@ -77,13 +76,28 @@ impl Common {
         let fail = |e: &dyn std::fmt::Display| UnitError::Failed(e.to_string());
         let seed = rc.seeds.data;
         let (spec, data_source) = match (&lp.data, lp.model) {
+            (
+                DataPlan::Python {
+                    factory,
+                    path,
+                    args,
+                },
+                _,
+            ) => (
+                None,
+                format!(
+                    "your Dataset: {factory}({}) with {} first on sys.path",
+                    serde_json::Value::Object(args.clone()),
+                    path.display()
+                ),
+            ),
             (DataPlan::Tensor { samples }, ModelSpec::Linear { features, classes }) => (
-                SourceSpec::Tensor {
+                Some(SourceSpec::Tensor {
                     samples: *samples,
                     features: features as usize,
                     classes: classes as usize,
                     seed,
-                },
+                }),
                 format!(
                     "generated in memory: {samples}×{features} float32 from N(0, 1), labels in 0..{classes} (seed {seed})"
                 ),
@@ -96,13 +110,13 @@ impl Common {
                 },
                 ModelSpec::Linear { features, classes },
             ) => (
-                SourceSpec::Synthetic {
+                Some(SourceSpec::Synthetic {
                     samples: *samples,
                     features: features as usize,
                     classes: classes as usize,
                     latency_us: *latency_us,
                     cpu_work_rounds: *cpu_work_rounds,
-                },
+                }),
                 format!(
                     "synthetic: {samples} samples, {} ms sleep and {cpu_work_rounds} rounds of CPU work per sample",
                     *latency_us as f64 / 1000.0
@@ -150,7 +164,7 @@ impl Common {
                     flip: *flip,
                 });
                 (
-                    spec,
+                    Some(spec),
                     format!(
                         "{what}; decode, resize shorter side to {resize}, {} crop {size}, {}normalise (ImageNet mean/std), NCHW float32",
                         if *random_crop { "random" } else { "centre" },
@@ -170,7 +184,24 @@ impl Common {
                 )));
             }
         };
-        let probe = super::open_source(&spec).map_err(|e| fail(&e))?;
+        let (samples, sample_dims) = match &spec {
+            Some(spec) => {
+                let probe = super::open_source(spec).map_err(|e| fail(&e))?;
+                (probe.len(), probe.sample_dims())
+            }
+            None => (0, Vec::new()),
+        };
+        let parameters = if lp.loader_only || matches!(lp.data, DataPlan::Python { .. }) {
+            None
+        } else {
+            let t = crate::models::Trainer::new(
+                lp.model,
+                lp.model.default_optimizer(),
+                tch::Device::Cpu,
+                rc.seeds.weights,
+            )?;
+            Some(t.parameter_count() as u64)
+        };
         let cuda = rc.device.is_cuda();
         let pin_note = match (
             lp.pinned.contains(&true),
@@ -184,10 +215,13 @@ impl Common {
             title: plan.title.clone(),
             epochs: plan.epochs,
             plan: lp.clone(),
-            samples: probe.len(),
-            sample_dims: probe.sample_dims(),
+            samples,
+            sample_dims,
             spec,
             data_source,
+            parameters,
+            peer_files: std::sync::OnceLock::new(),
+            weights_seed: rc.seeds.weights,
             shuffle_seed: rc.seeds.shuffle,
             cuda,
             device: rc.device.device,
@@ -202,8 +236,25 @@ impl Common {
         }
     }
 
-    pub(super) fn batch_bytes(&self) -> u64 {
-        full_batch_bytes(&self.sample_dims, self.plan.batch_size)
+    /// Bytes of one full batch, when the source's shape is known here.
+    pub(super) fn batch_bytes(&self) -> Option<u64> {
+        self.spec
+            .as_ref()
+            .map(|_| full_batch_bytes(&self.sample_dims, self.plan.batch_size))
+    }
+
+    /// Bytes of one full batch of a stall experiment (whose source is
+    /// always the native loader's: the suite refuses a Python one).
+    pub(super) fn stall_batch_bytes(&self) -> u64 {
+        self.batch_bytes()
+            .expect("a stall experiment has a native source (checked by the suite)")
+    }
+
+    /// The native loader's source, or why this configuration has none.
+    pub(super) fn native_spec(&self) -> Result<&SourceSpec, UnitError> {
+        self.spec.as_ref().ok_or_else(|| {
+            UnitError::Failed("a Python Dataset is read by the pytorch engine only".into())
+        })
     }
 
     pub(super) fn settings(&self) -> BTreeMap<String, ParamValue> {
@@ -211,10 +262,29 @@ impl Common {
         let mut put = |k: &str, v: ParamValue| {
             s.insert(k.to_string(), v);
         };
-        put("model", self.plan.model.name().into());
+        put(
+            "model",
+            if self.plan.loader_only {
+                "none"
+            } else {
+                self.plan.model.name()
+            }
+            .into(),
+        );
+        if let Some(n) = self.parameters {
+            put("parameters", (n as i64).into());
+        }
+        if self.plan.loader_only {
+            put(
+                "loader_only",
+                "model = none: the loop only takes each batch from the loader (no copy, no step); transfer and compute are 0 in every step".into(),
+            );
+        }
         put("data", self.plan.data.name().into());
         put("data_source", self.data_source.clone().into());
-        put("samples", self.samples.into());
+        if self.spec.is_some() {
+            put("samples", self.samples.into());
+        }
         put("batch_size", self.plan.batch_size.into());
         put("shuffle", self.plan.shuffle.into());
         put("shuffle_seed", (self.shuffle_seed as i64).into());
@@ -232,16 +302,30 @@ impl Common {
             }
             .into(),
         );
-        put(
-            "optimizer",
-            self.plan.model.default_optimizer().name().into(),
-        );
-        put("lr", self.plan.model.default_optimizer().lr().into());
+        if !self.plan.loader_only {
+            put(
+                "optimizer",
+                self.plan.model.default_optimizer().name().into(),
+            );
+            put("lr", self.plan.model.default_optimizer().lr().into());
+            put("weights_seed", (self.weights_seed as i64).into());
+        }
         put("prefetch_estimate", "batch_bytes × workers × prefetch: an estimate of batch contents only (not the dataset, work in flight, shared memory or pinned staging); compare with the measured host peak RSS".into());
         put(
             "host_peak_rss",
-            "of the runner process; worker processes' own memory is not included".into(),
+            if super::points::engine_swept(&self.plan) {
+                "of the process that ran the loop: the runner (native) or the Python harness (pytorch, spdl); worker processes' own memory is not included"
+            } else {
+                "of the runner process; worker processes' own memory is not included"
+            }
+            .into(),
         );
+        if self.plan.prefetch_to_device.contains(&true) && !self.cuda {
+            put(
+                "prefetch_to_device",
+                "not applicable on the CPU: there is no copy to a device to overlap with compute; only the configurations without it ran".into(),
+            );
+        }
         put(
             "warm_up",
             "1 synthetic step of the same batch shape, untimed".into(),
@@ -260,6 +344,16 @@ impl Common {
         make_feed: &mut dyn FnMut() -> Result<Box<dyn Feed>, UnitError>,
         non_blocking: bool,
     ) -> Result<Vec<Run>, UnitError> {
+        if self.plan.loader_only {
+            return crate::experiments::loader_only_unit(
+                rc,
+                &self.id,
+                config_id,
+                repeat,
+                self.epochs,
+                make_feed,
+            );
+        }
         train_unit(
             rc,
             &self.id,
@@ -287,7 +381,7 @@ pub(super) fn native_feed(
     let pinning = Pinning::for_device(p.pinned, common.device);
     let feed = NativeFeed::new(
         common.loader_config(p, config_id),
-        common.spec.clone(),
+        common.native_spec()?.clone(),
         pinning,
     )
     .map_err(|e| UnitError::Failed(e.to_string()))?
@@ -326,61 +420,12 @@ pub(crate) fn loader_config(lp: &LoaderPlan, p: Point, shuffle_seed: u64) -> Loa
     }
 }
 
-/// The swept loader knobs of a plan: `workers`, then each knob with more
-/// than one value.
-pub(crate) fn swept_knobs(lp: &LoaderPlan) -> Vec<String> {
-    let mut swept = vec!["workers".to_string()];
-    for (name, n) in [
-        ("worker_kind", lp.kinds.len()),
-        ("prefetch", lp.prefetch.len()),
-        ("persistent", lp.persistent.len()),
-        ("pinned", lp.pinned.len()),
-    ] {
-        if n > 1 {
-            swept.push(name.into());
-        }
-    }
-    swept
-}
-
-/// Every point of a loader sweep, in the suite's order. At workers 0 only
-/// `pinned` varies: kind, prefetch and persistence have no meaning there.
-pub(crate) fn points(lp: &LoaderPlan) -> Vec<Point> {
-    let mut points = Vec::new();
-    for &workers in &lp.workers {
-        for &pinned in &lp.pinned {
-            if workers == 0 {
-                points.push(Point {
-                    workers,
-                    kind: WorkerKind::Threads,
-                    prefetch: 0,
-                    persistent: false,
-                    pinned,
-                });
-                continue;
-            }
-            for &kind in &lp.kinds {
-                for &prefetch in &lp.prefetch {
-                    for &persistent in &lp.persistent {
-                        points.push(Point {
-                            workers,
-                            kind,
-                            prefetch,
-                            persistent,
-                            pinned,
-                        });
-                    }
-                }
-            }
-        }
-    }
-    points
-}
-
-/// `kind = "loader"`: the knobs swept.
+/// `kind = "loader"`: the knobs swept, across the engines.
 pub struct LoaderExperiment {
     common: Common,
     points: Vec<Point>,
+    /// Per point: why its engine cannot run here (no Python peers).
+    unavailable: Vec<Option<String>>,
 }
 
 impl LoaderExperiment {
@@ -388,111 +433,79 @@ impl LoaderExperiment {
         let ExperimentSpec::Loader(lp) = &plan.spec else {
             unreachable!("LoaderExperiment::new is called for loader plans only")
         };
-        let points = points(lp);
+        let cuda = rc.device.is_cuda();
+        // Prefetching to the device overlaps a copy with compute: on the
+        // CPU there is no copy, so only the points without it run.
+        let points: Vec<Point> = points(lp)
+            .into_iter()
+            .filter(|p| cuda || !p.to_device)
+            .collect();
+        let unavailable = points
+            .iter()
+            .map(|p| match p.engine {
+                EngineName::Native => None,
+                e => crate::peers::python::available(e).err(),
+            })
+            .collect();
         Ok(LoaderExperiment {
             common: Common::new(plan, lp, rc)?,
             points,
+            unavailable,
         })
-    }
-
-    pub(crate) fn point_id(p: Point) -> String {
-        if p.workers == 0 {
-            format!("w0-pin{}", p.pinned as u8)
-        } else {
-            format!(
-                "w{}-{}-pf{}-pers{}-pin{}",
-                p.workers,
-                p.kind.as_str(),
-                p.prefetch,
-                p.persistent as u8,
-                p.pinned as u8
-            )
-        }
-    }
-
-    fn label(&self, p: Point) -> String {
-        let lp = &self.common.plan;
-        let mut parts = vec![if p.workers == 0 {
-            "in loop (0 workers)".to_string()
-        } else {
-            format!("{} {}", p.workers, p.kind.as_str())
-        }];
-        if p.workers > 0 && lp.prefetch.len() > 1 {
-            parts.push(format!("prefetch {}", p.prefetch));
-        }
-        if p.workers > 0 && lp.persistent.len() > 1 {
-            parts.push(
-                if p.persistent {
-                    "persistent"
-                } else {
-                    "restarted each epoch"
-                }
-                .into(),
-            );
-        }
-        if lp.pinned.len() > 1 {
-            parts.push(match (p.pinned, &self.common.pin_note) {
-                (true, Some(_)) => "pinned asked (skipped: no CUDA)".into(),
-                (true, None) => "pinned".into(),
-                (false, _) => "pageable".into(),
-            });
-        }
-        parts.join(", ")
     }
 }
 
 impl GridExperiment for LoaderExperiment {
     fn skeleton(&self) -> Experiment {
         let lp = &self.common.plan;
-        let swept = swept_knobs(lp);
-        const NO_WORKERS: &str = "no workers: the loop builds each batch itself, so there is nothing to keep ahead or alive";
+        let mut swept = swept_knobs(lp);
+        if !self.common.cuda {
+            swept.retain(|k| k != "prefetch_to_device");
+        }
+        let pin_note = self.common.pin_note.as_deref();
         let configurations = self
             .points
             .iter()
-            .map(|&p| {
-                let mut c = Configuration::new(Self::point_id(p), self.label(p))
-                    .with_param("workers", p.workers)
-                    .with_param(
-                        "worker_kind",
-                        if p.workers == 0 {
-                            "in_loop"
-                        } else {
-                            p.kind.as_str()
-                        },
-                    )
-                    .with_param("pinned", p.pinned)
-                    .with_batch_bytes(self.common.batch_bytes())
-                    .with_engine(Engine::Native);
-                if p.workers > 0 {
-                    c = c
-                        .with_param("prefetch", p.prefetch)
-                        .with_param("persistent", p.persistent);
-                } else {
-                    // Recorded as not applicable (shown as "—" with the
-                    // reason), never left out: a swept knob has a value or
-                    // a reason in every configuration.
-                    for (knob, values) in [
-                        ("prefetch", lp.prefetch.len()),
-                        ("persistent", lp.persistent.len()),
-                    ] {
-                        if values > 1 {
-                            c = c.with_not_applicable(knob, NO_WORKERS);
-                        }
-                    }
+            .zip(&self.unavailable)
+            .map(|(&p, why)| {
+                let mut c = configuration(lp, p, pin_note, why.as_deref());
+                if let Some(b) = self.common.batch_bytes() {
+                    c = c.with_batch_bytes(b);
+                }
+                if !self.common.cuda {
+                    c.params.remove("prefetch_to_device");
                 }
                 c
             })
             .collect::<Vec<_>>();
+        let engines = lp
+            .engines
+            .iter()
+            .map(|e| match e {
+                EngineName::Native => "the native loader (thread workers share the runner's process; process workers run the small stallscope-loader-worker binary, no libtorch, and hand batches over through POSIX shared memory; workers take batches round-robin, each holding at most `prefetch` batches ahead)",
+                EngineName::Pytorch => "PyTorch's torch.utils.data.DataLoader in the Python harness (num_workers, prefetch_factor, persistent_workers, pin_memory, the start method)",
+                EngineName::Spdl => "SPDL's pipeline in the Python harness (a per-sample stage of `workers` concurrency on its thread pool, then batching; `prefetch` batches buffered at the sink)",
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
         Experiment {
             description: Some(format!(
-                "Each configuration trains the {} for whole epochs over {} samples ({}) through the native loader, in both timing modes; epoch 0 of each repeat is cold (worker start-up included), later epochs steady. Thread workers share the runner's process; process workers run the small stallscope-loader-worker binary (no libtorch) and hand batches over through POSIX shared memory. Workers take batches round-robin, each holding at most `prefetch` batches ahead; delivery is {}.",
-                self.common.plan.model.name(),
-                self.common.samples,
-                self.common.data_source,
-                if self.common.plan.in_order {
-                    "in sampler order (a reorder buffer)"
+                "Each configuration {} for whole epochs over {} ({}) in both timing modes; epoch 0 of each repeat is cold (worker start-up included), later epochs steady. Engines: {engines}. Every engine takes the same batches of the same samples in the same order; delivery is {}.",
+                if lp.loader_only {
+                    "only reads the loader (model = none)".to_string()
                 } else {
-                    "in finishing order"
+                    format!("trains the {}", lp.model.name())
+                },
+                if self.common.spec.is_some() {
+                    format!("{} samples", self.common.samples)
+                } else {
+                    "the Dataset".into()
+                },
+                self.common.data_source,
+                if lp.in_order {
+                    "in sampler order"
+                } else {
+                    "in finishing order (native)"
                 },
             )),
             swept,
@@ -516,9 +529,17 @@ impl GridExperiment for LoaderExperiment {
 
     fn run_unit(&mut self, index: usize, repeat: u32, rc: &RunCtx) -> Result<Vec<Run>, UnitError> {
         let p = self.points[index];
-        let last_error = Arc::new(Mutex::new(None));
         let common = &self.common;
-        let id = Self::point_id(p);
+        let id = point_id(p);
+        if p.engine != EngineName::Native {
+            return super::peer::run_unit(common, p, &id, repeat, rc);
+        }
+        if p.to_device {
+            return Err(UnitError::Failed(
+                "prefetch_to_device is not built for the native engine yet (the pytorch engine has it)".into(),
+            ));
+        }
+        let last_error = Arc::new(Mutex::new(None));
         let mut make_feed = || native_feed(common, p, &id, &last_error);
         common
             .train(rc, &id, repeat, &mut make_feed, p.pinned)

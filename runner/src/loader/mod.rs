@@ -6,6 +6,8 @@
 
 pub mod experiment;
 mod native_feed;
+mod peer;
+pub(crate) mod points;
 mod stall;
 
 pub use native_feed::{NativeFeed, Pinning, feed_error};

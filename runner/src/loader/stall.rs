@@ -38,6 +38,9 @@ impl StallExperiment {
             unreachable!("StallExperiment::new is called for stall plans only")
         };
         let point = Point {
+            engine: crate::suite::EngineName::Native,
+            context: crate::suite::MpContext::Fork,
+            to_device: false,
             workers: lp.workers[0],
             kind: lp.kinds[0],
             prefetch: lp.prefetch[0],
@@ -56,7 +59,7 @@ impl StallExperiment {
         let pinning = Pinning::for_device(self.point.pinned, self.common.device);
         let mut feed = NativeFeed::new(
             self.common.loader_config(self.point, "from_host"),
-            self.common.spec.clone(),
+            self.common.native_spec()?.clone(),
             pinning,
         )
         .map_err(|e| UnitError::Failed(e.to_string()))?;
@@ -160,7 +163,7 @@ impl GridExperiment for StallExperiment {
                 .map(|(id, label)| {
                     Configuration::new(*id, *label)
                         .with_param("source", *id)
-                        .with_batch_bytes(self.common.batch_bytes())
+                        .with_batch_bytes(self.common.stall_batch_bytes())
                 })
                 .collect(),
             ..Experiment::new(
@@ -196,7 +199,7 @@ impl GridExperiment for StallExperiment {
                         })
                     })
                     .collect::<Result<Vec<_>, tch::TchError>>()?;
-                let batch_bytes = self.common.batch_bytes();
+                let batch_bytes = self.common.stall_batch_bytes();
                 let mut make_feed = || -> Result<Box<dyn Feed>, UnitError> {
                     Ok(Box::new(ResidentBatches {
                         name: "device_resident",
@@ -208,7 +211,7 @@ impl GridExperiment for StallExperiment {
             }
             "from_host" => {
                 let batches = self.host_batches()?;
-                let batch_bytes = self.common.batch_bytes();
+                let batch_bytes = self.common.stall_batch_bytes();
                 let mut make_feed = || -> Result<Box<dyn Feed>, UnitError> {
                     Ok(Box::new(ResidentBatches {
                         name: "host_resident",

@@ -26,6 +26,20 @@ impl ExperimentCx<'_> {
             Some(m) => (m.get_ref().as_str(), m.span()),
             None => (default, self.e.kind.span()),
         };
+        self.model_spec(name, span)
+    }
+
+    /// The model `name` with this experiment's shape keys (for
+    /// `model = "none"`, whose data still has a shape).
+    pub(super) fn model_named(&self, name: &str) -> Result<ModelSpec, SuiteError> {
+        self.model_spec(name, self.e.kind.span())
+    }
+
+    fn model_spec(
+        &self,
+        name: &str,
+        span: std::ops::Range<usize>,
+    ) -> Result<ModelSpec, SuiteError> {
         match name {
             "fashion_cnn" => Ok(ModelSpec::FashionCnn),
             "linear" => Ok(ModelSpec::Linear {
@@ -49,7 +63,7 @@ impl ExperimentCx<'_> {
             other => Err(self.cx.err(
                 span,
                 &self.at("model"),
-                format!("{other:?}; expected fashion_cnn, linear or image_cnn"),
+                format!("{other:?}; expected fashion_cnn, linear or image_cnn (or none, for kind = \"loader\")"),
             )),
         }
     }

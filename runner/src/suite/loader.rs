@@ -4,16 +4,34 @@
 use std::path::PathBuf;
 
 use super::located::{Located, SuiteError};
-use super::plan::{DataPlan, ExperimentSpec, LoaderPlan};
+use super::plan::{DataPlan, EngineName, ExperimentSpec, LoaderPlan, MpContext};
 use super::raw::RawLoader;
 use crate::loader::{OnBadSample, WorkerKind};
 use crate::models::ModelSpec;
 
+/// The engines a suite may name.
+const ENGINES: [(&str, EngineName); 3] = [
+    ("native", EngineName::Native),
+    ("pytorch", EngineName::Pytorch),
+    ("spdl", EngineName::Spdl),
+];
+
+/// The source a loader table names (`tensor` when it names none).
+pub(super) fn source_name(raw: Option<&RawLoader>) -> &str {
+    raw.and_then(|l| l.source.as_ref())
+        .map_or("tensor", |s| s.get_ref().as_str())
+}
+
 /// Parse `[experiment.loader]` for a `loader` or `stall` experiment.
+/// `loader_only` is `model = "none"`; `model` then only carries the shape
+/// of the data. `suite_dir` anchors a relative `python_path`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn parse(
     kind: &str,
     raw: Option<&RawLoader>,
     model: ModelSpec,
+    loader_only: bool,
+    suite_dir: &std::path::Path,
     quick: bool,
     cx: &Located,
     index: usize,
@@ -31,6 +49,9 @@ pub(super) fn parse(
         if q.worker_kinds.is_some() {
             raw.worker_kinds = q.worker_kinds;
         }
+        if q.engines.is_some() {
+            raw.engines = q.engines;
+        }
     }
     let source_span = raw.source.as_ref().map_or(kind_span.clone(), |s| s.span());
     let source = raw
@@ -38,6 +59,7 @@ pub(super) fn parse(
         .as_ref()
         .map_or("tensor", |s| s.get_ref().as_str());
     let default_samples = match source {
+        "python" => 0,
         "images" => 512,
         "synthetic" => 512,
         _ => 4096,
@@ -50,6 +72,51 @@ pub(super) fn parse(
         100_000_000,
     )? as usize;
     let data = match (source, model) {
+        ("python", _) => {
+            let Some(factory) = &raw.factory else {
+                return Err(cx.err(
+                    source_span,
+                    &at("factory"),
+                    "missing; source = \"python\" needs factory = \"module:function\" (a function returning a torch.utils.data.Dataset)",
+                ));
+            };
+            let f = factory.get_ref();
+            let ok = f.split_once(':').is_some_and(|(m, func)| {
+                !m.is_empty()
+                    && !func.is_empty()
+                    && m.split('.').all(is_identifier)
+                    && is_identifier(func)
+            });
+            if !ok {
+                return Err(cx.err(
+                    factory.span(),
+                    &at("factory"),
+                    format!("{f:?}; expected \"module:function\", e.g. \"my_dataset:make\""),
+                ));
+            }
+            let path = raw
+                .python_path
+                .as_ref()
+                .map_or_else(|| suite_dir.to_path_buf(), |p| suite_dir.join(p.get_ref()));
+            let args = match &raw.args {
+                None => serde_json::Map::new(),
+                Some(t) => match serde_json::to_value(t) {
+                    Ok(serde_json::Value::Object(m)) => m,
+                    _ => {
+                        return Err(cx.err(
+                            source_span.clone(),
+                            &at("args"),
+                            "cannot be passed to Python; expected a table of numbers, strings, booleans, lists and tables",
+                        ));
+                    }
+                },
+            };
+            DataPlan::Python {
+                factory: f.clone(),
+                path,
+                args,
+            }
+        }
         ("tensor", ModelSpec::Linear { .. }) => DataPlan::Tensor { samples },
         ("synthetic", ModelSpec::Linear { .. }) => {
             let latency_ms = match &raw.latency_ms {
@@ -100,10 +167,75 @@ pub(super) fn parse(
             return Err(cx.err(
                 source_span,
                 &at("source"),
-                format!("{other:?}; expected tensor, synthetic or images"),
+                format!("{other:?}; expected tensor, synthetic, images or python"),
             ));
         }
     };
+    if source == "python"
+        && let Some(v) = &raw.samples
+    {
+        return Err(cx.err(
+            v.span(),
+            &at("samples"),
+            "given with source = \"python\"; the Dataset's own length is the sample count (return a torch.utils.data.Subset to use fewer)",
+        ));
+    }
+    for (key, present) in [
+        ("factory", raw.factory.is_some()),
+        ("args", raw.args.is_some()),
+        ("python_path", raw.python_path.is_some()),
+    ] {
+        if present && source != "python" {
+            return Err(cx.err(
+                source_span.clone(),
+                &at(key),
+                format!("given with source = {source:?}; it belongs to source = \"python\""),
+            ));
+        }
+    }
+    let python = source == "python";
+    let engines = cx.choices(
+        &raw.engines,
+        &at("engines"),
+        if python {
+            &[EngineName::Pytorch]
+        } else {
+            &[EngineName::Native]
+        },
+        &ENGINES,
+    )?;
+    if python && engines != [EngineName::Pytorch] {
+        let span = raw
+            .engines
+            .as_ref()
+            .map_or(source_span.clone(), |v| v.span());
+        return Err(cx.err(
+            span,
+            &at("engines"),
+            "source = \"python\" runs your own Dataset through the PyTorch DataLoader; expected engines = [\"pytorch\"]",
+        ));
+    }
+    let contexts = cx.choices(
+        &raw.contexts,
+        &at("contexts"),
+        &[MpContext::Fork],
+        &[
+            ("fork", MpContext::Fork),
+            ("spawn", MpContext::Spawn),
+            ("forkserver", MpContext::Forkserver),
+        ],
+    )?;
+    if contexts.len() > 1 && !engines.contains(&EngineName::Pytorch) {
+        let span = raw
+            .contexts
+            .as_ref()
+            .map_or(kind_span.clone(), |v| v.span());
+        return Err(cx.err(
+            span,
+            &at("contexts"),
+            "the start method of DataLoader workers is a pytorch knob; expected \"pytorch\" in engines",
+        ));
+    }
     let kinds = match &raw.worker_kinds {
         None => vec![WorkerKind::Threads],
         Some(v) if v.get_ref().is_empty() => {
@@ -143,6 +275,10 @@ pub(super) fn parse(
     };
     let plan = LoaderPlan {
         model,
+        loader_only,
+        engines,
+        contexts,
+        prefetch_to_device: cx.bools(&raw.prefetch_to_device, &at("prefetch_to_device"), false)?,
         data,
         batch_size: cx.int(&raw.batch_size, &at("batch_size"), 64, 1, 1 << 20)? as usize,
         workers: cx.ints(
@@ -165,7 +301,7 @@ pub(super) fn parse(
     // the sample count is known (an image directory's is known only when it
     // is read; the driver records such a configuration as failed).
     let known_samples = match &plan.data {
-        DataPlan::Images { dir: Some(_), .. } => None,
+        DataPlan::Images { dir: Some(_), .. } | DataPlan::Python { .. } => None,
         DataPlan::Tensor { samples }
         | DataPlan::Synthetic { samples, .. }
         | DataPlan::Images { samples, .. } => Some(*samples),
@@ -189,6 +325,17 @@ pub(super) fn parse(
         ));
     }
     if kind == "stall" {
+        if python || plan.engines != [EngineName::Native] {
+            let span = raw
+                .engines
+                .as_ref()
+                .map_or(source_span.clone(), |v| v.span());
+            return Err(cx.err(
+                span,
+                &at(if python { "source" } else { "engines" }),
+                "a stall experiment runs the differential method on the native engine; expected engines = [\"native\"] and a tensor, synthetic or images source (compare engines with kind = \"loader\")",
+            ));
+        }
         for (key, n, span) in [
             (
                 "workers",
@@ -215,6 +362,21 @@ pub(super) fn parse(
                 plan.pinned.len(),
                 raw.pinned.as_ref().map(|v| v.span()),
             ),
+            (
+                "engines",
+                plan.engines.len(),
+                raw.engines.as_ref().map(|v| v.span()),
+            ),
+            (
+                "contexts",
+                plan.contexts.len(),
+                raw.contexts.as_ref().map(|v| v.span()),
+            ),
+            (
+                "prefetch_to_device",
+                plan.prefetch_to_device.len(),
+                raw.prefetch_to_device.as_ref().map(|v| v.span()),
+            ),
         ] {
             if n != 1 {
                 return Err(cx.err(
@@ -229,4 +391,13 @@ pub(super) fn parse(
         return Ok(ExperimentSpec::Stall(plan));
     }
     Ok(ExperimentSpec::Loader(plan))
+}
+
+/// A Python identifier (ASCII letters, digits, `_`; not starting with a digit).
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

@@ -152,6 +152,46 @@ impl Located<'_> {
     }
 }
 
+impl Located<'_> {
+    /// A list of names, each one of `table` (no repeats), else `default`.
+    pub(crate) fn choices<T: Copy>(
+        &self,
+        v: &Option<Spanned<Vec<String>>>,
+        key: &str,
+        default: &[T],
+        table: &[(&str, T)],
+    ) -> Result<Vec<T>, SuiteError> {
+        let Some(v) = v else {
+            return Ok(default.to_vec());
+        };
+        if v.get_ref().is_empty() {
+            return Err(self.err(v.span(), key, "empty list; expected at least one value"));
+        }
+        let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
+        let mut seen: Vec<&str> = Vec::new();
+        let mut out = Vec::new();
+        for name in v.get_ref() {
+            let Some((n, value)) = table.iter().find(|(n, _)| n == name) else {
+                return Err(self.err(
+                    v.span(),
+                    key,
+                    format!("{name:?}; expected {}", names.join(", ")),
+                ));
+            };
+            if seen.contains(n) {
+                return Err(self.err(
+                    v.span(),
+                    key,
+                    format!("{name:?} twice; expected each value once"),
+                ));
+            }
+            seen.push(n);
+            out.push(*value);
+        }
+        Ok(out)
+    }
+}
+
 /// The key written at the start of the line holding `offset` (for parse
 /// errors, whose span points into that line), with its table.
 pub(crate) fn key_at(text: &str, offset: usize) -> String {

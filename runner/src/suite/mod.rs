@@ -148,15 +148,38 @@ pub fn parse_suite(
             "transfer" => x.transfer()?,
             "batch_sweep" => x.batch_sweep()?,
             "oom_probe" => x.oom_probe()?,
-            kind @ ("loader" | "stall") => loader::parse(
-                kind,
-                e.loader.as_ref(),
-                x.model("linear")?,
-                quick,
-                &cx,
-                i,
-                e.kind.span(),
-            )?,
+            kind @ ("loader" | "stall") => {
+                let none = e.model.as_ref().filter(|m| m.get_ref() == "none");
+                if let (Some(m), "stall") = (none, kind) {
+                    return Err(cx.err(
+                        m.span(),
+                        &at("model"),
+                        "\"none\" in a stall experiment; the differential method needs a model to compute with (model = \"none\" belongs to kind = \"loader\")",
+                    ));
+                }
+                let (model, loader_only) = match none {
+                    // The model's name only carries the data's shape.
+                    Some(_) => match loader::source_name(e.loader.as_ref()) {
+                        "images" => (x.model_named("image_cnn")?, true),
+                        _ => (x.model_named("linear")?, true),
+                    },
+                    None => (x.model("linear")?, false),
+                };
+                let suite_dir = path
+                    .and_then(Path::parent)
+                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+                loader::parse(
+                    kind,
+                    e.loader.as_ref(),
+                    model,
+                    loader_only,
+                    &suite_dir,
+                    quick,
+                    &cx,
+                    i,
+                    e.kind.span(),
+                )?
+            }
             other => {
                 return Err(cx.err(
                     e.kind.span(),

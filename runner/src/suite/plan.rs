@@ -114,6 +114,14 @@ pub enum DataPlan {
         flip: bool,
         random_crop: bool,
     },
+    /// A user's `torch.utils.data.Dataset` (pytorch engine only):
+    /// `factory` is `module:function`, imported with `path` first on
+    /// `sys.path` and called with `args`.
+    Python {
+        factory: String,
+        path: PathBuf,
+        args: serde_json::Map<String, serde_json::Value>,
+    },
 }
 
 impl DataPlan {
@@ -122,6 +130,51 @@ impl DataPlan {
             DataPlan::Tensor { .. } => "tensor",
             DataPlan::Synthetic { .. } => "synthetic",
             DataPlan::Images { .. } => "images",
+            DataPlan::Python { .. } => "python",
+        }
+    }
+}
+
+/// Whose loader and loop runs a configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EngineName {
+    Native,
+    Pytorch,
+    Spdl,
+}
+
+impl EngineName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineName::Native => "native",
+            EngineName::Pytorch => "pytorch",
+            EngineName::Spdl => "spdl",
+        }
+    }
+    /// The bundle's engine.
+    pub fn bundle(self) -> stallscope_bundle::Engine {
+        match self {
+            EngineName::Native => stallscope_bundle::Engine::Native,
+            EngineName::Pytorch => stallscope_bundle::Engine::Pytorch,
+            EngineName::Spdl => stallscope_bundle::Engine::Spdl,
+        }
+    }
+}
+
+/// The multiprocessing start method of PyTorch DataLoader workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MpContext {
+    Fork,
+    Spawn,
+    Forkserver,
+}
+
+impl MpContext {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MpContext::Fork => "fork",
+            MpContext::Spawn => "spawn",
+            MpContext::Forkserver => "forkserver",
         }
     }
 }
@@ -129,7 +182,17 @@ impl DataPlan {
 /// A validated loader experiment (or, for `stall`, one loader configuration).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoaderPlan {
+    /// The model trained; with `loader_only`, only the shape of the data
+    /// it would take (features and classes, or the crop).
     pub model: ModelSpec,
+    /// `model = "none"`: a loop over the loader alone, no copy, no step.
+    pub loader_only: bool,
+    /// `engines`: native, pytorch, spdl (a swept dimension).
+    pub engines: Vec<EngineName>,
+    /// `contexts`: the DataLoader's start methods (pytorch only).
+    pub contexts: Vec<MpContext>,
+    /// `prefetch_to_device`: copy the next batch on a side stream.
+    pub prefetch_to_device: Vec<bool>,
     pub data: DataPlan,
     pub batch_size: usize,
     pub workers: Vec<usize>,

@@ -83,6 +83,15 @@ pub(crate) struct RawLoader {
     pub(crate) drop_last: Option<bool>,
     pub(crate) in_order: Option<bool>,
     pub(crate) on_bad_sample: Option<Spanned<String>>,
+    pub(crate) engines: Option<Spanned<Vec<String>>>,
+    pub(crate) contexts: Option<Spanned<Vec<String>>>,
+    pub(crate) prefetch_to_device: Option<Spanned<Vec<bool>>>,
+    /// `source = "python"`: `module:function` returning a Dataset.
+    pub(crate) factory: Option<Spanned<String>>,
+    /// Keyword arguments of the factory.
+    pub(crate) args: Option<toml::Table>,
+    /// Folder put first on `sys.path` (relative to the suite's folder).
+    pub(crate) python_path: Option<Spanned<String>>,
     /// Overrides applied with `--quick`.
     pub(crate) quick: Option<RawQuick>,
 }
@@ -93,4 +102,5 @@ pub(crate) struct RawQuick {
     pub(crate) samples: Option<Spanned<i64>>,
     pub(crate) workers: Option<Spanned<Vec<i64>>>,
     pub(crate) worker_kinds: Option<Spanned<Vec<String>>>,
+    pub(crate) engines: Option<Spanned<Vec<String>>>,
 }

@@ -15,8 +15,9 @@ use stallscope_loader::{Batch, Loader, LoaderError, SourceSpec};
 
 use super::{LinearTrainer, WgpuCtx, WgpuError, host_peak_rss_bytes};
 use crate::driver::{Driven, UnitCtx, UnitError};
-use crate::loader::experiment::{LoaderExperiment, Point, loader_config, points, swept_knobs};
+use crate::loader::experiment::{Point, loader_config, points, swept_knobs};
 use crate::models::ModelSpec;
+use crate::suite::EngineName;
 use crate::suite::{DataPlan, ExperimentPlan, ExperimentSpec, LoaderPlan};
 
 /// Learning rate of the seeds/000 classifier (SGD 0.01).
@@ -58,8 +59,14 @@ pub struct WgpuLoader<'a> {
     experiment: Experiment,
 }
 
+/// Why the peers do not run on a wgpu device.
+const NO_PEERS: &str = "the peer engines train with PyTorch on the CPU or CUDA, not on a wgpu adapter, so their figures would not compare with this run's: run this suite with --device cpu or cuda";
+
 /// Why wgpu cannot run a loader plan, if it cannot.
 pub(crate) fn unsupported(lp: &LoaderPlan) -> Option<String> {
+    if lp.loader_only {
+        return Some("model = \"none\" times the loader alone, with no device in the loop: run it with --device cpu (the same loop on any machine)".into());
+    }
     match (&lp.data, lp.model) {
         (DataPlan::Tensor { .. } | DataPlan::Synthetic { .. }, ModelSpec::Linear { classes, .. })
             if classes <= i64::from(super::linear::MAX_CLASSES) =>
@@ -117,7 +124,9 @@ impl<'a> WgpuLoader<'a> {
                     latency_us as f64 / 1000.0
                 ),
             ),
-            DataPlan::Images { .. } => unreachable!("checked by unsupported()"),
+            DataPlan::Images { .. } | DataPlan::Python { .. } => {
+                unreachable!("checked by unsupported()")
+            }
         };
         let max_batch = lp.batch_size as u32;
         let trainer = LinearTrainer::new(ctx, features, classes, max_batch, LR)?;
@@ -126,7 +135,7 @@ impl<'a> WgpuLoader<'a> {
         let first_pinned = lp.pinned[0];
         let mut pts: Vec<Point> = points(&lp)
             .into_iter()
-            .filter(|p| p.pinned == first_pinned)
+            .filter(|p| (p.pinned == first_pinned || p.engine == EngineName::Spdl) && !p.to_device)
             .map(|p| Point { pinned: false, ..p })
             .collect();
         if stall {
@@ -193,45 +202,30 @@ impl<'a> WgpuLoader<'a> {
                 .collect();
             return e;
         }
-        let swept = swept_knobs(lp);
+        let mut swept = swept_knobs(lp);
+        swept.retain(|k| k != "prefetch_to_device");
         e.configurations = self
             .points
             .iter()
             .map(|&p| {
-                let mut c = Configuration::new(LoaderExperiment::point_id(p), label(p))
-                    .with_param("workers", p.workers)
-                    .with_param(
-                        "worker_kind",
-                        if p.workers == 0 {
-                            "in_loop"
-                        } else {
-                            p.kind.as_str()
-                        },
-                    )
-                    .with_batch_bytes(bytes);
-                for (knob, n, value) in [
-                    ("prefetch", lp.prefetch.len(), ParamValue::from(p.prefetch)),
-                    (
-                        "persistent",
-                        lp.persistent.len(),
-                        ParamValue::from(p.persistent),
-                    ),
-                ] {
-                    if p.workers > 0 {
-                        c = c.with_param(knob, value);
-                    } else if n > 1 {
-                        c = c.with_not_applicable(
-                            knob,
-                            "no workers: nothing to keep ahead or alive",
-                        );
-                    }
-                }
+                let peer = (p.engine != EngineName::Native).then_some(NO_PEERS);
+                let mut c =
+                    crate::loader::points::configuration(lp, p, None, peer).with_batch_bytes(bytes);
+                c.params.remove("pinned");
+                c.params.remove("prefetch_to_device");
+                c.not_applicable.remove("pinned");
                 if lp.pinned.len() > 1 {
                     c = c.with_not_applicable("pinned", NO_PINNING);
                 }
                 c
             })
             .collect();
+        if lp.prefetch_to_device.contains(&true) {
+            e.settings.insert(
+                "prefetch_to_device".into(),
+                ParamValue::from("not built for wgpu yet (double-buffered uploads); only the configurations without it ran"),
+            );
+        }
         e.baseline = e.configurations.first().map(|c| c.id.clone());
         e.swept = swept;
         e
@@ -436,24 +430,6 @@ impl<'a> WgpuLoader<'a> {
             ..Memory::default()
         });
         Ok(run)
-    }
-}
-
-fn label(p: Point) -> String {
-    if p.workers == 0 {
-        "in loop (0 workers)".into()
-    } else {
-        format!(
-            "{} {}, prefetch {}, {}",
-            p.workers,
-            p.kind.as_str(),
-            p.prefetch,
-            if p.persistent {
-                "persistent"
-            } else {
-                "restarted each epoch"
-            }
-        )
     }
 }
 

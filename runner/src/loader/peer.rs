@@ -1,0 +1,186 @@
+//! A peer configuration of a loader sweep as a harness request: the same
+//! source (the tensor source's very bytes, the image files in the native
+//! order), the same batches of every epoch, the same model and seeds.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::experiment::{Common, Point, loader_config};
+use super::{SourceSpec, epoch_batches};
+use crate::experiments::{RunCtx, UnitError};
+use crate::peers::{self, LoaderRequest, PeerUnit, Request, protocol::PROTOCOL};
+use crate::suite::DataPlan;
+
+/// The tensor source written for the harness (raw float32 inputs, int64
+/// labels), removed when the experiment ends.
+pub(crate) struct PeerFiles {
+    dir: PathBuf,
+    inputs: PathBuf,
+    labels: PathBuf,
+}
+
+impl Drop for PeerFiles {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn write_tensor_files(common: &Common, spec: &SourceSpec) -> Result<PeerFiles, String> {
+    let SourceSpec::Tensor {
+        samples,
+        features,
+        classes,
+        seed,
+    } = *spec
+    else {
+        unreachable!("called for tensor sources")
+    };
+    let (values, labels) = super::rng::tensor_data(samples, features, classes, seed);
+    let dir = std::env::temp_dir().join(format!(
+        "stallscope-peers-{}-{}",
+        std::process::id(),
+        common.id
+    ));
+    let fail = |e: std::io::Error| {
+        format!(
+            "writing the tensor source for the peers into {}: {e}",
+            dir.display()
+        )
+    };
+    std::fs::create_dir_all(&dir).map_err(fail)?;
+    let files = PeerFiles {
+        inputs: dir.join("inputs.f32"),
+        labels: dir.join("labels.i64"),
+        dir: dir.clone(),
+    };
+    let mut x = std::io::BufWriter::new(std::fs::File::create(&files.inputs).map_err(fail)?);
+    for v in &values {
+        x.write_all(&v.to_le_bytes()).map_err(fail)?;
+    }
+    x.flush().map_err(fail)?;
+    let mut y = std::io::BufWriter::new(std::fs::File::create(&files.labels).map_err(fail)?);
+    for v in &labels {
+        y.write_all(&v.to_le_bytes()).map_err(fail)?;
+    }
+    y.flush().map_err(fail)?;
+    Ok(files)
+}
+
+/// The request's `source`.
+fn source_json(common: &Common) -> Result<serde_json::Value, UnitError> {
+    let failed = |m: String| UnitError::Failed(m);
+    if let DataPlan::Python {
+        factory,
+        path,
+        args,
+    } = &common.plan.data
+    {
+        return Ok(json!({
+            "kind": "python", "factory": factory,
+            "path": [path.display().to_string()], "args": args,
+        }));
+    }
+    let spec = common.native_spec()?;
+    Ok(match spec {
+        SourceSpec::Tensor {
+            samples, features, ..
+        } => {
+            let files = common
+                .peer_files
+                .get_or_init(|| write_tensor_files(common, spec))
+                .as_ref()
+                .map_err(|e| failed(e.clone()))?;
+            json!({
+                "kind": "tensor", "inputs": files.inputs, "labels": files.labels,
+                "samples": samples, "features": features,
+            })
+        }
+        SourceSpec::Synthetic {
+            samples,
+            features,
+            classes,
+            latency_us,
+            cpu_work_rounds,
+        } => json!({
+            "kind": "synthetic", "samples": samples, "features": features,
+            "classes": classes, "latency_us": latency_us, "cpu_work_rounds": cpu_work_rounds,
+        }),
+        SourceSpec::Images(img) => {
+            let src =
+                super::images::ImageDirSource::open(img).map_err(|e| failed(e.to_string()))?;
+            let files: Vec<serde_json::Value> = src
+                .files()
+                .iter()
+                .map(|(p, l)| json!([p.display().to_string(), l]))
+                .collect();
+            json!({
+                "kind": "images", "files": files, "resize": img.resize, "crop": img.crop,
+                "random_crop": img.random_crop, "flip": img.flip,
+            })
+        }
+    })
+}
+
+/// Run point `p` (a peer engine) once, in a fresh harness.
+pub(super) fn run_unit(
+    common: &Common,
+    p: Point,
+    config_id: &str,
+    repeat: u32,
+    rc: &RunCtx,
+) -> Result<Vec<Run>, UnitError> {
+    let lp = &common.plan;
+    let cfg = loader_config(lp, p, common.shuffle_seed);
+    let python = matches!(lp.data, DataPlan::Python { .. });
+    let batches = (!python).then(|| {
+        (0..common.epochs)
+            .map(|e| epoch_batches(cfg.sampler, common.samples, lp.batch_size, lp.drop_last, e))
+            .collect()
+    });
+    let request = Request {
+        protocol: PROTOCOL,
+        engine: p.engine.as_str(),
+        device: match common.device {
+            tch::Device::Cuda(n) => format!("cuda:{n}"),
+            _ => "cpu".into(),
+        },
+        torch_threads: Some(tch::get_num_threads()),
+        weights_seed: common.weights_seed,
+        model: peers::model_json(lp.model, lp.loader_only),
+        optimizer: peers::optimizer_json(lp.model),
+        source: source_json(common)?,
+        loader: LoaderRequest {
+            batch_size: lp.batch_size,
+            workers: p.workers,
+            prefetch: p.prefetch.max(1),
+            persistent: p.persistent,
+            pin_memory: p.pinned && common.cuda,
+            context: p.context.as_str(),
+            drop_last: lp.drop_last,
+            concurrency: p.workers.max(1),
+            spdl_workers: "threads",
+            prefetch_to_device: p.to_device,
+        },
+        non_blocking: p.pinned && common.cuda,
+        epochs: common.epochs,
+        modes: vec!["whole_run", "diagnostic"],
+        batches,
+        shuffle: python.then_some(lp.shuffle),
+        shuffle_seed: python.then_some(common.shuffle_seed),
+        augment_seed: common.shuffle_seed,
+    };
+    peers::run_unit(&PeerUnit {
+        engine: p.engine,
+        exp_id: &common.id,
+        config_id,
+        repeat,
+        request,
+        expected_parameters: common.parameters,
+        stop: rc.stop,
+        progress: rc.progress,
+    })
+}
+
+use stallscope_bundle::Run;

@@ -1,0 +1,60 @@
+//! The peer engines, `pytorch` (torch.utils.data.DataLoader) and `spdl`
+//! (SPDL's pipeline), hosted by the Python harness in `python/`. The
+//! harness only measures: it streams raw epochs back (protocol.rs) and the
+//! runner builds the bundle runs with the same code as the native loop.
+
+pub mod child;
+pub mod harness;
+pub mod protocol;
+pub mod python;
+
+use std::sync::atomic::AtomicBool;
+
+use serde_json::json;
+
+use crate::driver::{Progress, UnitError};
+use crate::models::ModelSpec;
+use crate::suite::EngineName;
+use stallscope_bundle::Run;
+
+pub use protocol::{LoaderRequest, Request};
+
+/// One unit of a peer configuration.
+pub struct PeerUnit<'a> {
+    pub engine: EngineName,
+    pub exp_id: &'a str,
+    pub config_id: &'a str,
+    pub repeat: u32,
+    pub request: Request,
+    /// The native model's parameter count; the harness must build the same.
+    pub expected_parameters: Option<u64>,
+    pub stop: &'a AtomicBool,
+    pub progress: &'a dyn Progress,
+}
+
+/// Run one unit in a fresh harness process.
+pub fn run_unit(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
+    child::run(u)
+}
+
+/// The model as the request names it.
+pub fn model_json(model: ModelSpec, loader_only: bool) -> serde_json::Value {
+    if loader_only {
+        return json!({"name": "none"});
+    }
+    match model {
+        ModelSpec::FashionCnn => json!({"name": "fashion_cnn"}),
+        ModelSpec::Linear { features, classes } => {
+            json!({"name": "linear", "features": features, "classes": classes})
+        }
+        ModelSpec::ImageCnn { size, classes } => {
+            json!({"name": "image_cnn", "size": size, "classes": classes})
+        }
+    }
+}
+
+/// The optimizer the native loop uses with `model`.
+pub fn optimizer_json(model: ModelSpec) -> serde_json::Value {
+    let o = model.default_optimizer();
+    json!({"name": o.name(), "lr": o.lr()})
+}

@@ -1,0 +1,280 @@
+//! The harness protocol (docs/peers-protocol.md, version 1): the request the
+//! runner writes and the JSON lines it accepts back, checked strictly so a
+//! harness that drifts from the contract fails loudly, with the line.
+
+use serde::{Deserialize, Serialize};
+use stallscope_bundle::LoaderStats;
+
+/// The protocol version both sides speak.
+pub const PROTOCOL: u32 = 1;
+
+/// One unit's work, written to the harness's standard input.
+#[derive(Debug, Clone, Serialize)]
+pub struct Request {
+    pub protocol: u32,
+    pub engine: &'static str,
+    pub device: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub torch_threads: Option<i32>,
+    pub weights_seed: u64,
+    pub model: serde_json::Value,
+    pub optimizer: serde_json::Value,
+    pub source: serde_json::Value,
+    pub loader: LoaderRequest,
+    pub non_blocking: bool,
+    pub epochs: u32,
+    pub modes: Vec<&'static str>,
+    /// Every epoch's batches of sample indices (absent for a python source).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batches: Option<Vec<Vec<Vec<u64>>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shuffle: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shuffle_seed: Option<u64>,
+    pub augment_seed: u64,
+}
+
+/// The loader knobs of one configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoaderRequest {
+    pub batch_size: usize,
+    pub workers: usize,
+    pub prefetch: usize,
+    pub persistent: bool,
+    pub pin_memory: bool,
+    pub context: &'static str,
+    pub drop_last: bool,
+    pub concurrency: usize,
+    pub spdl_workers: &'static str,
+    pub prefetch_to_device: bool,
+}
+
+/// The first line: who answers, and what it built.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hello {
+    pub protocol: u32,
+    pub engine: String,
+    pub python: String,
+    pub torch: String,
+    pub torchvision: Option<String>,
+    pub spdl: Option<String>,
+    pub parameters: u64,
+    pub samples: u64,
+    pub sample_shape: Vec<u64>,
+    pub batch_bytes: u64,
+}
+
+/// One timed epoch.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EpochLine {
+    pub mode: String,
+    pub epoch: u32,
+    pub seconds: f64,
+    pub samples: u64,
+    pub steps: u64,
+    pub bytes: u64,
+    pub host_peak_rss_bytes: Option<u64>,
+    pub children_peak_rss_bytes: Option<u64>,
+    #[serde(default)]
+    pub iterator_creation_s: Option<f64>,
+    #[serde(default)]
+    pub next_wait_ns: Option<Vec<u64>>,
+    #[serde(default)]
+    pub transfer_ns: Option<Vec<u64>>,
+    #[serde(default)]
+    pub compute_ns: Option<Vec<u64>>,
+    #[serde(default)]
+    pub loader: Option<LoaderStats>,
+}
+
+/// The harness's own report of a failure.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorLine {
+    pub stage: String,
+    pub message: String,
+}
+
+/// One line of the reply.
+#[derive(Debug, Clone)]
+pub enum Line {
+    Hello(Hello),
+    Epoch(Box<EpochLine>),
+    Done,
+    Error(ErrorLine),
+}
+
+/// A line the runner could not accept: where, what, and what was expected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("line {line}: {found}; expected {expected}")]
+pub struct ProtocolError {
+    pub line: usize,
+    pub found: String,
+    pub expected: String,
+}
+
+/// At most 120 characters of a line, for messages.
+fn excerpt(text: &str) -> String {
+    let t: String = text.chars().take(120).collect();
+    if t.len() < text.len() {
+        format!("{t:?}…")
+    } else {
+        format!("{t:?}")
+    }
+}
+
+/// Decode line `n` (1-based) of the reply.
+pub fn decode(n: usize, text: &str) -> Result<Line, ProtocolError> {
+    let err = |found: String, expected: &str| ProtocolError {
+        line: n,
+        found,
+        expected: expected.into(),
+    };
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        err(
+            format!("{} is not JSON ({e})", excerpt(text)),
+            "one JSON object per line (docs/peers-protocol.md)",
+        )
+    })?;
+    let serde_json::Value::Object(mut map) = value else {
+        return Err(err(
+            format!("{} is not an object", excerpt(text)),
+            "one JSON object per line",
+        ));
+    };
+    let kind = match map.remove("type") {
+        Some(serde_json::Value::String(s)) => s,
+        Some(other) => {
+            return Err(err(
+                format!("\"type\" is {other}"),
+                "a string: hello, epoch, done or error",
+            ));
+        }
+        None => return Err(err("no \"type\"".into(), "hello, epoch, done or error")),
+    };
+    let rest = serde_json::Value::Object(map);
+    let fields = |e: serde_json::Error, what: &str| {
+        err(
+            format!("a {what} line that does not fit: {e}"),
+            &format!("the {what} fields of docs/peers-protocol.md"),
+        )
+    };
+    match kind.as_str() {
+        "hello" => {
+            let h: Hello = serde_json::from_value(rest).map_err(|e| fields(e, "hello"))?;
+            if h.protocol != PROTOCOL {
+                return Err(err(
+                    format!("protocol {}", h.protocol),
+                    &format!(
+                        "protocol {PROTOCOL} (the harness and the runner are from different versions)"
+                    ),
+                ));
+            }
+            Ok(Line::Hello(h))
+        }
+        "epoch" => {
+            let e: EpochLine = serde_json::from_value(rest).map_err(|e| fields(e, "epoch"))?;
+            check_epoch(&e)
+                .map_err(|m| err(m, "an epoch line as docs/peers-protocol.md describes"))?;
+            Ok(Line::Epoch(Box::new(e)))
+        }
+        "done" => {
+            if rest.as_object().is_some_and(|m| !m.is_empty()) {
+                return Err(err(
+                    format!("done with fields {rest}"),
+                    "{\"type\": \"done\"}",
+                ));
+            }
+            Ok(Line::Done)
+        }
+        "error" => Ok(Line::Error(
+            serde_json::from_value(rest).map_err(|e| fields(e, "error"))?,
+        )),
+        other => Err(err(
+            format!("type {other:?}"),
+            "hello, epoch, done or error",
+        )),
+    }
+}
+
+/// The checks serde cannot make: finite times, series of one entry per step
+/// in diagnostic epochs and none in whole-run ones.
+fn check_epoch(e: &EpochLine) -> Result<(), String> {
+    if !e.seconds.is_finite() || e.seconds < 0.0 {
+        return Err(format!("seconds = {}", e.seconds));
+    }
+    let series = [
+        ("next_wait_ns", &e.next_wait_ns),
+        ("transfer_ns", &e.transfer_ns),
+        ("compute_ns", &e.compute_ns),
+    ];
+    match e.mode.as_str() {
+        "whole_run" => {
+            if let Some((name, _)) = series.iter().find(|(_, s)| s.is_some()) {
+                return Err(format!(
+                    "{name} in a whole_run epoch (its loop times no stage)"
+                ));
+            }
+            if e.iterator_creation_s.is_some() {
+                return Err("iterator_creation_s in a whole_run epoch".into());
+            }
+        }
+        "diagnostic" => {
+            for (name, s) in series {
+                match s {
+                    None => return Err(format!("a diagnostic epoch without {name}")),
+                    Some(v) if v.len() as u64 != e.steps => {
+                        return Err(format!(
+                            "{name} has {} entries for {} steps",
+                            v.len(),
+                            e.steps
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+            match e.iterator_creation_s {
+                Some(s) if s.is_finite() && s >= 0.0 => {}
+                other => return Err(format!("iterator_creation_s = {other:?}")),
+            }
+        }
+        other => return Err(format!("mode {other:?} (expected whole_run or diagnostic)")),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_of_line_decodes_and_drift_is_refused() {
+        let hello = r#"{"type":"hello","protocol":1,"engine":"pytorch","python":"3.11","torch":"2.11.0","torchvision":null,"spdl":null,"parameters":260,"samples":8,"sample_shape":[64],"batch_bytes":1056}"#;
+        assert!(matches!(decode(1, hello), Ok(Line::Hello(h)) if h.parameters == 260));
+        let wr = r#"{"type":"epoch","mode":"whole_run","epoch":0,"seconds":0.5,"samples":8,"steps":2,"bytes":100,"host_peak_rss_bytes":1,"children_peak_rss_bytes":null}"#;
+        assert!(matches!(decode(2, wr), Ok(Line::Epoch(_))));
+        let diag = r#"{"type":"epoch","mode":"diagnostic","epoch":0,"seconds":0.5,"samples":8,"steps":2,"bytes":100,"host_peak_rss_bytes":1,"children_peak_rss_bytes":null,"iterator_creation_s":0.01,"next_wait_ns":[1,2],"transfer_ns":[0,0],"compute_ns":[3,4]}"#;
+        assert!(matches!(decode(3, diag), Ok(Line::Epoch(_))));
+        assert!(matches!(decode(4, r#"{"type":"done"}"#), Ok(Line::Done)));
+        // Drift: a renamed field, an extra field, a short series, a new type,
+        // another protocol, text that is not JSON.
+        let renamed = wr.replace("\"seconds\"", "\"secs\"");
+        let extra = wr.replace("\"epoch\":0", "\"epoch\":0,\"speed\":1");
+        let short = diag.replace("[3,4]", "[3]");
+        let newer = hello.replace("\"protocol\":1", "\"protocol\":2");
+        for (text, needle) in [
+            (renamed.as_str(), "seconds"),
+            (extra.as_str(), "speed"),
+            (short.as_str(), "compute_ns has 1 entries for 2 steps"),
+            (r#"{"type":"progress"}"#, "progress"),
+            (newer.as_str(), "protocol 2"),
+            ("Traceback (most recent call last):", "not JSON"),
+        ] {
+            let e = decode(7, text).unwrap_err();
+            assert_eq!(e.line, 7);
+            assert!(e.to_string().contains(needle), "{e}");
+        }
+    }
+}
