@@ -3,6 +3,7 @@ mod bench;
 mod cmd;
 mod demo;
 mod libtorch;
+mod peers;
 mod setup;
 mod test;
 mod web;
@@ -12,9 +13,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask <task>
-  setup               install what is missing: libtorch 2.11.0 (CPU-loadable, cached), the wasm32 target,
-                      wasm-bindgen-cli 0.2.130, Debian's chromium, chromium-driver, mesa-vulkan-drivers, binaryen, g++
-  test                setup, then fmt, clippy, the tests, the wasm build of shared and the viewer's tests
+  setup [--peers]     install what is missing: libtorch 2.11.0 (CPU-loadable, cached), the wasm32 target,
+                      wasm-bindgen-cli 0.2.130, Debian's chromium, chromium-driver, mesa-vulkan-drivers, binaryen, g++;
+                      --peers: also the peer engines' Python (torch 2.11.0, torchvision, spdl) and FFmpeg 5
+  test                setup --peers, then fmt, clippy, the tests, the harness's tests, the wasm build of
+                      shared and the viewer's tests
   test-viewer         only the viewer's stage: its wasm build and the browser tests (after `setup`)
   build               the viewer into target/web-dist, then the release runner with it embedded
   demo [--no-serve] [RUN ARGS...]
@@ -39,7 +42,11 @@ fn run() -> Result<()> {
     let repo = repo_root();
     let rest = args.get(1..).unwrap_or_default();
     match args.first().map(String::as_str) {
-        Some("setup") => setup::run(&repo),
+        Some("setup") => match rest {
+            [] => setup::run(&repo, false),
+            [flag] if flag == "--peers" => setup::run(&repo, true),
+            other => bail!("`cargo xtask setup` takes only --peers (got {other:?})"),
+        },
         Some("test") => test::run(&repo),
         Some("test-viewer") => web::test(),
         Some("demo") => demo::run(&repo, rest),

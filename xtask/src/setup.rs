@@ -20,19 +20,29 @@ const DEBIAN_PACKAGES: [(&str, &str); 5] = [
     ("g++", "torch-sys compiles its C++ wrapper of libtorch"),
 ];
 
-/// Runs every step; prints one line when there was nothing to do.
-pub(crate) fn run(repo: &Path) -> Result<()> {
+/// Runs every step; prints one line when there was nothing to do. With
+/// `peers`, also the Python environment of the peer engines.
+pub(crate) fn run(repo: &Path, peers: bool) -> Result<()> {
     let start = Instant::now();
     let mut done = Vec::new();
-    debian_packages(&mut done)?;
+    debian_packages(&mut done, peers)?;
     wasm_target(&mut done)?;
     wasm_bindgen(&mut done)?;
     let dir = libtorch_dir(repo, &mut done)?;
+    let python = if peers {
+        Some(crate::peers::ensure(&mut done)?)
+    } else {
+        None
+    };
     if done.is_empty() {
         println!(
-            "setup: nothing to do (libtorch {} at {}, {WASM_TARGET}, wasm-bindgen {WASM_BINDGEN_VERSION}, Debian packages present)",
+            "setup: nothing to do (libtorch {} at {}, {WASM_TARGET}, wasm-bindgen {WASM_BINDGEN_VERSION}, Debian packages present{})",
             libtorch::TORCH_VERSION,
-            dir.display()
+            dir.display(),
+            python.map_or(String::new(), |p| format!(
+                ", peers' Python {}",
+                p.display()
+            ))
         );
     } else {
         println!(
@@ -44,8 +54,14 @@ pub(crate) fn run(repo: &Path) -> Result<()> {
     Ok(())
 }
 
-fn debian_packages(done: &mut Vec<String>) -> Result<()> {
+fn debian_packages(done: &mut Vec<String>, peers: bool) -> Result<()> {
     let mut wanted: Vec<(&str, &str)> = DEBIAN_PACKAGES.to_vec();
+    if peers {
+        for p in crate::peers::FFMPEG {
+            wanted.push((p, "FFmpeg 5, which spdl.io loads (the spdl peer engine)"));
+        }
+        wanted.push(("python3-venv", "the peers' Python environment"));
+    }
     if !Cmd::new("python3")
         .args(["-m", "pip", "--version"])
         .succeeds()

@@ -1,5 +1,5 @@
 //! `cargo xtask test`: setup, then every check as a timed stage; stops at the first that fails.
-use crate::cmd::cargo;
+use crate::cmd::{Cmd, cargo};
 use crate::demo::target_dir;
 use crate::{setup, web};
 use anyhow::{Result, bail};
@@ -22,8 +22,8 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
     vec![
         Stage {
             name: "setup",
-            what: "cargo xtask setup",
-            run: Box::new(move || setup::run(repo)),
+            what: "cargo xtask setup --peers",
+            run: Box::new(move || setup::run(repo, true)),
         },
         Stage {
             name: "fmt",
@@ -53,6 +53,17 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
                     .env("STALLSCOPE_WEB_DIST", web_dist(repo))
                     // Every failing test binary is reported, not only the first.
                     .args(["test", "--no-fail-fast"])
+                    .run()
+            }),
+        },
+        Stage {
+            name: "harness",
+            what: "the Python peers harness's own tests, in the peers' environment",
+            run: Box::new(move || {
+                Cmd::new(crate::peers::python()?)
+                    .env("PYTHONPATH", repo.join("python"))
+                    .args(["-m", "unittest", "discover", "-s"])
+                    .arg(repo.join("python/tests"))
                     .run()
             }),
         },

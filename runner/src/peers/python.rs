@@ -100,7 +100,7 @@ fn probe_now() -> Result<PeerEnv, String> {
     let text = String::from_utf8_lossy(&out.stdout);
     let v: serde_json::Value = serde_json::from_str(text.trim()).map_err(|_| {
         format!(
-            "the peers' Python {} (from {from}) did not answer its probe (exit {}): {}",
+            "the peers' Python {} (from {from}) did not answer its probe ({}): {}; install the environment with `{INSTALL}`",
             python.display(),
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
