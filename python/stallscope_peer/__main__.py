@@ -1,0 +1,126 @@
+"""Entry point: read one request on stdin, run it, write JSON lines; an error line and a non-zero exit on any failure."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import signal
+import sys
+import traceback
+from dataclasses import dataclass
+
+from . import PROTOCOL, faults
+from .protocol import Output, RequestError, StageError, parse_request
+
+MAX_MESSAGE = 4000
+
+
+@dataclass
+class State:
+    stage: str = "setup"
+
+
+def _versions(engine_name: str, engine) -> dict:
+    import torch
+
+    try:  # the installed version, without paying torchvision's import when no image source needs it
+        tv = importlib.metadata.version("torchvision")
+    except importlib.metadata.PackageNotFoundError:
+        tv = None
+    return {"python": platform.python_version(), "torch": torch.__version__, "torchvision": tv,
+            "spdl": getattr(engine, "version", None) if engine_name == "spdl" else None}
+
+
+def run(out: Output, state: State) -> None:
+    fault = faults.from_env()
+    req = parse_request(sys.stdin.read())
+
+    import torch
+
+    from . import models
+    from .loop import DeviceCtx, run_modes
+    from .sources import SourceError, check_indices, epoch_batches, open_source
+
+    if req.torch_threads is not None:
+        torch.set_num_threads(req.torch_threads)
+    device = torch.device(req.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device {req.device!r} requested but torch.cuda.is_available() is False")
+
+    source = open_source(req.source, req.engine)
+    want = models.input_shape(req.model)
+    if want is not None and list(source.sample_shape) != want:
+        raise SourceError(f"model {req.model['name']!r} takes samples of shape {want}, but the "
+                          f"{req.source['kind']} source gives {source.sample_shape}")
+    if req.batches is not None:
+        batches = req.batches
+        check_indices(batches, source.samples)
+    else:
+        if source.samples is None:
+            raise SourceError("the python source's Dataset has no __len__, so 'batches' must be given")
+        generator = torch.Generator()
+        generator.manual_seed(req.shuffle_seed)
+        batches = [epoch_batches(source.samples, req.loader.batch_size, req.loader.drop_last,
+                                 req.shuffle, generator) for _ in range(req.epochs)]
+
+    if req.engine == "pytorch":
+        from .engine_pytorch import Engine
+    else:
+        from .engine_spdl import Engine
+    engine = Engine(req, source, device)
+
+    parameters = 0
+    if req.model["name"] != "none":
+        parameters = models.parameter_count(models.build(req.model))
+    out.emit({
+        "type": "hello",
+        "protocol": PROTOCOL,
+        "engine": req.engine,
+        **_versions(req.engine, engine),
+        "parameters": parameters,
+        "samples": source.samples if source.samples is not None else sum(len(b) for b in batches[0]),
+        "sample_shape": list(source.sample_shape),
+        "batch_bytes": req.loader.batch_size * (source.sample_bytes + 8),
+    })
+    run_modes(req, engine, batches, DeviceCtx(device, req.non_blocking), out, fault, state)
+    out.emit({"type": "done"})
+
+
+def _stop_children() -> None:
+    """Terminate loader worker processes (DataLoader's, SPDL's process pool) so none outlives us."""
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        try:
+            child.terminate()
+        except Exception:
+            pass
+
+
+def main() -> None:
+    # The runner stops the harness by killing it; Ctrl-C in a terminal goes to the runner.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    out = Output.claim()
+    state = State()
+    try:
+        run(out, state)
+    except BaseException as e:  # noqa: BLE001 (every failure becomes an error line)
+        stage = e.stage if isinstance(e, StageError) else state.stage
+        if isinstance(e, (StageError, RequestError)) or type(e).__name__ == "SourceError":
+            message = str(e)
+        else:
+            message = f"{type(e).__name__}: {e}"
+        traceback.print_exc(file=sys.stderr)
+        try:
+            out.emit({"type": "error", "stage": stage, "message": message[:MAX_MESSAGE]})
+        finally:
+            sys.stderr.flush()
+            _stop_children()
+            os._exit(1)
+    sys.stderr.flush()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""The models, optimizers and the one training step, matching runner/src/models.rs."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def input_shape(model: dict) -> list[int] | None:
+    """Shape of one input sample the model takes (None for model `none`)."""
+    name = model["name"]
+    if name == "fashion_cnn":
+        return [1, 28, 28]
+    if name == "linear":
+        return [model["features"]]
+    if name == "image_cnn":
+        return [3, model["size"], model["size"]]
+    return None
+
+
+def classes(model: dict) -> int:
+    return 10 if model["name"] == "fashion_cnn" else model.get("classes", 1)
+
+
+def build(model: dict) -> nn.Module:
+    """The module a model spec names (weights drawn from torch's global generator)."""
+    name = model["name"]
+    if name == "linear":
+        return nn.Linear(model["features"], model["classes"])
+    if name == "fashion_cnn":
+        # seeds/003: 105,866 parameters.
+        return nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(1568, 64), nn.ReLU(),
+            nn.Linear(64, 10),
+        )
+    if name == "image_cnn":
+        layers: list[nn.Module] = []
+        channels = [3, 32, 64, 128, 256]
+        for cin, cout in zip(channels, channels[1:]):
+            layers += [nn.Conv2d(cin, cout, 3, stride=2, padding=1), nn.ReLU()]
+        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, model["classes"])]
+        return nn.Sequential(*layers)
+    raise ValueError(f"model {name!r} has no module")
+
+
+def parameter_count(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+class Trainer:
+    """A model on a device with its optimizer: one configuration's training step."""
+
+    def __init__(self, model: dict, optimizer: dict, device: torch.device, weights_seed: int) -> None:
+        torch.manual_seed(weights_seed)
+        # Weights are drawn on the CPU (independent of the device's generator), then moved.
+        self.module = build(model).to(device)
+        self.spec = model
+        self.device = device
+        params = self.module.parameters()
+        if optimizer["name"] == "sgd":
+            self.opt = torch.optim.SGD(params, lr=optimizer["lr"])
+        else:
+            self.opt = torch.optim.Adam(params, lr=optimizer["lr"])
+
+    def step(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        """zero_grad (to None), forward, mean cross-entropy, backward, step; reads nothing back."""
+        self.opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(self.module(x), y)
+        loss.backward()
+        self.opt.step()
+
+    def synthetic_batch(self, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.randn([batch_size, *input_shape(self.spec)], device=self.device)
+        y = torch.randint(classes(self.spec), (batch_size,), device=self.device, dtype=torch.int64)
+        return x, y

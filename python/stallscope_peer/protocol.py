@@ -1,0 +1,381 @@
+"""The wire format of docs/peers-protocol.md: strict request validation and the JSON-line output channel."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from . import PROTOCOL
+
+ENGINES = ("pytorch", "spdl")
+MODES = ("whole_run", "diagnostic")
+CONTEXTS = ("fork", "spawn", "forkserver")
+SPDL_WORKERS = ("threads", "processes")
+OPTIMIZERS = ("sgd", "adam")
+
+
+class RequestError(ValueError):
+    """The request does not follow the protocol; the message names the key."""
+
+
+class StageError(Exception):
+    """A failure that knows its error line's `stage` (a loader's: 'worker' or 'epoch')."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(message)
+        self.stage = stage
+
+
+# --------------------------------------------------------------------------
+# Output channel
+
+
+class Output:
+    """Writes protocol lines to the real standard output, one flushed line each.
+
+    `claim()` moves the protocol to a private duplicate of fd 1 and points fd 1
+    at stderr, so nothing else (a library's print, a C library) can corrupt the
+    stream; forked children (DataLoader or SPDL workers) close the duplicate so
+    they never hold the runner's pipe open after the harness dies.
+    """
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    @classmethod
+    def claim(cls) -> "Output":
+        sys.stdout.flush()
+        fd = os.dup(1)
+        os.dup2(2, 1)
+        stream = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+
+        def close_in_child() -> None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+        os.register_at_fork(after_in_child=close_in_child)
+        return cls(stream)
+
+    def emit(self, line: dict[str, Any]) -> None:
+        text = json.dumps(line, allow_nan=False, separators=(",", ":"))
+        self._stream.write(text + "\n")
+        self._stream.flush()
+
+    def raw(self, text: str) -> None:
+        """Write a line that is not a protocol object (the garbage fault)."""
+        self._stream.write(text + "\n")
+        self._stream.flush()
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+# --------------------------------------------------------------------------
+# Request
+
+
+@dataclass
+class LoaderSpec:
+    batch_size: int
+    drop_last: bool
+    workers: int
+    prefetch: int | None
+    persistent: bool
+    pin_memory: bool
+    context: str
+    concurrency: int
+    spdl_workers: str
+    prefetch_to_device: bool
+
+
+@dataclass
+class Request:
+    engine: str
+    device: str
+    torch_threads: int | None
+    weights_seed: int
+    model: dict[str, Any]
+    optimizer: dict[str, Any] | None
+    source: dict[str, Any]
+    loader: LoaderSpec
+    non_blocking: bool
+    epochs: int
+    modes: list[str]
+    batches: list[list[list[int]]] | None
+    shuffle: bool
+    shuffle_seed: int
+    augment_seed: int
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _keys(obj: Any, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
+    if not isinstance(obj, dict):
+        raise RequestError(f"{where}: expected an object, got {_kind(obj)}")
+    for key in obj:
+        if key not in required and key not in optional:
+            raise RequestError(f"{where}: unknown key {key!r}")
+    for key in required:
+        if key not in obj:
+            raise RequestError(f"{where}: missing key {key!r}")
+    return obj
+
+
+def _int(obj: dict, key: str, where: str, minimum: int | None = 0, nullable: bool = False):
+    value = obj[key]
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RequestError(f"{where}.{key}: expected an integer, got {_kind(value)}")
+    if minimum is not None and value < minimum:
+        raise RequestError(f"{where}.{key}: expected an integer >= {minimum}, got {value}")
+    return value
+
+
+def _bool(obj: dict, key: str, where: str) -> bool:
+    value = obj[key]
+    if not isinstance(value, bool):
+        raise RequestError(f"{where}.{key}: expected true or false, got {_kind(value)}")
+    return value
+
+
+def _number(obj: dict, key: str, where: str, positive: bool = False) -> float:
+    value = obj[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RequestError(f"{where}.{key}: expected a number, got {_kind(value)}")
+    if positive and not value > 0:
+        raise RequestError(f"{where}.{key}: expected a number > 0, got {value}")
+    return float(value)
+
+
+def _str(obj: dict, key: str, where: str, choices: tuple[str, ...] | None = None) -> str:
+    value = obj[key]
+    if not isinstance(value, str):
+        raise RequestError(f"{where}.{key}: expected a string, got {_kind(value)}")
+    if choices is not None and value not in choices:
+        raise RequestError(
+            f"{where}.{key}: expected one of {', '.join(repr(c) for c in choices)}, got {value!r}"
+        )
+    return value
+
+
+def _model(obj: Any) -> dict:
+    where = "request.model"
+    if not isinstance(obj, dict):
+        raise RequestError(f"{where}: expected an object, got {_kind(obj)}")
+    if "name" not in obj:
+        raise RequestError(f"{where}: missing key 'name'")
+    name = _str(obj, "name", where, ("linear", "fashion_cnn", "image_cnn", "none"))
+    if name == "linear":
+        _keys(obj, where, ("name", "features", "classes"))
+        return {"name": name, "features": _int(obj, "features", where, 1),
+                "classes": _int(obj, "classes", where, 1)}
+    if name == "image_cnn":
+        _keys(obj, where, ("name", "size", "classes"))
+        return {"name": name, "size": _int(obj, "size", where, 1),
+                "classes": _int(obj, "classes", where, 1)}
+    _keys(obj, where, ("name",))
+    return {"name": name}
+
+
+def _optimizer(obj: Any) -> dict:
+    where = "request.optimizer"
+    _keys(obj, where, ("name", "lr"))
+    return {"name": _str(obj, "name", where, OPTIMIZERS), "lr": _number(obj, "lr", where, True)}
+
+
+def _str_list(obj: dict, key: str, where: str) -> list[str]:
+    value = obj[key]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RequestError(f"{where}.{key}: expected a list of strings, got {_kind(value)}")
+    return list(value)
+
+
+def _source(obj: Any, engine: str) -> dict:
+    where = "request.source"
+    if not isinstance(obj, dict):
+        raise RequestError(f"{where}: expected an object, got {_kind(obj)}")
+    if "kind" not in obj:
+        raise RequestError(f"{where}: missing key 'kind'")
+    kind = _str(obj, "kind", where, ("tensor", "synthetic", "images", "fashionmnist", "python"))
+    out: dict[str, Any] = {"kind": kind}
+    if kind == "tensor":
+        _keys(obj, where, ("kind", "inputs", "labels", "samples", "features"))
+        out.update(inputs=_str(obj, "inputs", where), labels=_str(obj, "labels", where),
+                   samples=_int(obj, "samples", where, 1), features=_int(obj, "features", where, 1))
+    elif kind == "synthetic":
+        _keys(obj, where, ("kind", "samples", "features", "classes", "latency_us", "cpu_work_rounds"))
+        out.update(samples=_int(obj, "samples", where, 1), features=_int(obj, "features", where, 1),
+                   classes=_int(obj, "classes", where, 1),
+                   latency_us=_int(obj, "latency_us", where, 0),
+                   cpu_work_rounds=_int(obj, "cpu_work_rounds", where, 0))
+    elif kind == "images":
+        _keys(obj, where, ("kind", "files", "resize", "crop", "random_crop", "flip"))
+        files = obj["files"]
+        if not isinstance(files, list) or not files:
+            raise RequestError(f"{where}.files: expected a non-empty list of [path, label], got {_kind(files)}")
+        parsed = []
+        for i, entry in enumerate(files):
+            if (not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[0], str)
+                    or isinstance(entry[1], bool) or not isinstance(entry[1], int) or entry[1] < 0):
+                raise RequestError(f"{where}.files[{i}]: expected [path, label >= 0], got {entry!r}")
+            parsed.append((entry[0], entry[1]))
+        out.update(files=parsed, resize=_int(obj, "resize", where, 1), crop=_int(obj, "crop", where, 1),
+                   random_crop=_bool(obj, "random_crop", where), flip=_bool(obj, "flip", where))
+        if out["resize"] < out["crop"]:
+            raise RequestError(
+                f"{where}.resize: must be at least crop ({out['crop']}), got {out['resize']}")
+    elif kind == "fashionmnist":
+        _keys(obj, where, ("kind", "images", "labels", "samples"))
+        out.update(images=_str(obj, "images", where), labels=_str(obj, "labels", where),
+                   samples=_int(obj, "samples", where, 1))
+    else:
+        if engine != "pytorch":
+            raise RequestError(f"{where}.kind: 'python' sources are pytorch only (engine is {engine!r})")
+        _keys(obj, where, ("kind", "factory", "path", "args"))
+        factory = _str(obj, "factory", where)
+        module, sep, function = factory.partition(":")
+        if not sep or not module or not function:
+            raise RequestError(f"{where}.factory: expected 'module:function', got {factory!r}")
+        args = obj["args"]
+        if not isinstance(args, dict):
+            raise RequestError(f"{where}.args: expected an object, got {_kind(args)}")
+        out.update(module=module, function=function, path=_str_list(obj, "path", where), args=args)
+    return out
+
+
+def _loader(obj: Any, engine: str, device: str) -> LoaderSpec:
+    where = "request.loader"
+    pytorch_keys = ("workers", "prefetch", "persistent", "pin_memory", "context")
+    spdl_keys = ("concurrency", "spdl_workers")
+    common = ("batch_size", "drop_last")
+    if engine == "pytorch":
+        required, optional = common + pytorch_keys, spdl_keys + ("prefetch_to_device",)
+    else:
+        required = common + spdl_keys
+        optional = pytorch_keys + ("prefetch_to_device",)
+    _keys(obj, where, required, optional)
+    get = obj.get
+    spec = LoaderSpec(
+        batch_size=_int(obj, "batch_size", where, 1),
+        drop_last=_bool(obj, "drop_last", where),
+        workers=_int(obj, "workers", where, 0) if "workers" in obj else 0,
+        prefetch=_int(obj, "prefetch", where, 1, nullable=True) if "prefetch" in obj else None,
+        persistent=_bool(obj, "persistent", where) if "persistent" in obj else False,
+        pin_memory=_bool(obj, "pin_memory", where) if "pin_memory" in obj else False,
+        context=_str(obj, "context", where, CONTEXTS) if "context" in obj else "fork",
+        concurrency=_int(obj, "concurrency", where, 1) if "concurrency" in obj else 1,
+        spdl_workers=(_str(obj, "spdl_workers", where, SPDL_WORKERS)
+                      if "spdl_workers" in obj else "threads"),
+        prefetch_to_device=_bool(obj, "prefetch_to_device", where) if get("prefetch_to_device") is not None else False,
+    )
+    if engine == "pytorch" and spec.workers > 0 and spec.prefetch is None:
+        raise RequestError(f"{where}.prefetch: expected an integer >= 1 when workers > 0, got null")
+    if spec.prefetch_to_device and not device.startswith("cuda"):
+        raise RequestError(
+            f"{where}.prefetch_to_device: copying on a side stream needs a CUDA device (device is {device!r})")
+    return spec
+
+
+def _batches(value: Any, epochs: int) -> list[list[list[int]]]:
+    where = "request.batches"
+    if not isinstance(value, list):
+        raise RequestError(f"{where}: expected a list (one entry per epoch), got {_kind(value)}")
+    if len(value) != epochs:
+        raise RequestError(f"{where}: expected {epochs} epochs of batches, got {len(value)}")
+    for e, epoch in enumerate(value):
+        if not isinstance(epoch, list):
+            raise RequestError(f"{where}[{e}]: expected a list of batches, got {_kind(epoch)}")
+        for b, batch in enumerate(epoch):
+            if not isinstance(batch, list) or not batch:
+                raise RequestError(f"{where}[{e}][{b}]: expected a non-empty list of sample indices")
+            for i in batch:
+                if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+                    raise RequestError(f"{where}[{e}][{b}]: expected sample indices >= 0, got {i!r}")
+    return value
+
+
+def parse_request(text: str) -> Request:
+    """Parse and validate one request; raise RequestError naming the offending key."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RequestError(f"request: not JSON: {e}") from None
+    where = "request"
+    _keys(obj, where,
+          ("protocol", "engine", "device", "weights_seed", "model", "source", "loader",
+           "non_blocking", "epochs", "modes"),
+          ("torch_threads", "optimizer", "batches", "shuffle", "shuffle_seed", "augment_seed"))
+    protocol = _int(obj, "protocol", where, None)
+    if protocol != PROTOCOL:
+        raise RequestError(f"request.protocol: this harness speaks protocol {PROTOCOL}, got {protocol}")
+    engine = _str(obj, "engine", where, ENGINES)
+    device = _str(obj, "device", where)
+    if not (device == "cpu" or device == "cuda" or
+            (device.startswith("cuda:") and device[5:].isdigit())):
+        raise RequestError(f"request.device: expected 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    model = _model(obj["model"])
+    if "optimizer" in obj and obj["optimizer"] is not None:
+        optimizer = _optimizer(obj["optimizer"])
+    elif model["name"] == "none":
+        optimizer = None
+    else:
+        raise RequestError("request: missing key 'optimizer'")
+    source = _source(obj["source"], engine)
+    epochs = _int(obj, "epochs", where, 1)
+    modes = obj["modes"]
+    if (not isinstance(modes, list) or not modes
+            or not all(isinstance(m, str) and m in MODES for m in modes)):
+        raise RequestError(f"request.modes: expected a non-empty list of 'whole_run' / 'diagnostic', got {modes!r}")
+    batches = None
+    shuffle, shuffle_seed = False, 0
+    if obj.get("batches") is not None:
+        batches = _batches(obj["batches"], epochs)
+    elif source["kind"] == "python":
+        if "shuffle" not in obj:
+            raise RequestError("request: missing key 'shuffle' (needed when 'batches' is absent)")
+        shuffle = _bool(obj, "shuffle", where)
+        if shuffle:
+            if "shuffle_seed" not in obj:
+                raise RequestError("request: missing key 'shuffle_seed' (needed when 'shuffle' is true)")
+            shuffle_seed = _int(obj, "shuffle_seed", where, 0)
+    else:
+        raise RequestError(f"request: missing key 'batches' (required for a {source['kind']!r} source)")
+    return Request(
+        engine=engine,
+        device=device,
+        torch_threads=_int(obj, "torch_threads", where, 1, nullable=True) if "torch_threads" in obj else None,
+        weights_seed=_int(obj, "weights_seed", where, 0),
+        model=model,
+        optimizer=optimizer,
+        source=source,
+        loader=_loader(obj["loader"], engine, device),
+        non_blocking=_bool(obj, "non_blocking", where),
+        epochs=epochs,
+        modes=list(modes),
+        batches=batches,
+        shuffle=shuffle,
+        shuffle_seed=shuffle_seed,
+        augment_seed=_int(obj, "augment_seed", where, 0) if "augment_seed" in obj else 0,
+    )
