@@ -14,6 +14,7 @@ pub mod feed;
 pub mod loader;
 pub mod models;
 pub mod peers;
+pub mod prefetch;
 pub mod report;
 pub mod shim;
 pub mod suite;

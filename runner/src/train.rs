@@ -24,6 +24,8 @@ pub enum LoopError {
     Torch(#[from] tch::TchError),
     #[error("interrupted (Ctrl-C)")]
     Interrupted,
+    #[error("{0}")]
+    Other(String),
 }
 
 /// How the loop copies a batch to the device.
@@ -31,6 +33,9 @@ pub enum LoopError {
 pub struct CopyMode {
     /// `non_blocking=True` (only overlaps with compute from pinned memory).
     pub non_blocking: bool,
+    /// Copy the next batch on a side stream while this one computes
+    /// (`prefetch_to_device`, CUDA only; `crate::prefetch`).
+    pub prefetch_to_device: bool,
 }
 
 /// Where one epoch sits in the sweep.
@@ -99,7 +104,18 @@ pub fn run_epoch(
         slot.epoch,
         slot.phase(),
     );
+    let ahead = copy.prefetch_to_device;
     match slot.mode {
+        TimingMode::WholeRun if ahead => {
+            run.whole_run = Some(crate::prefetch::whole_run_epoch(
+                trainer, feed, ctx, slot.epoch, stop,
+            )?)
+        }
+        TimingMode::Diagnostic if ahead => {
+            let (d, s) = crate::prefetch::diagnostic_epoch(trainer, feed, ctx, slot.epoch, stop)?;
+            run.diagnostic = Some(d);
+            run.steps = Some(s);
+        }
         TimingMode::WholeRun => {
             run.whole_run = Some(whole_run_epoch(trainer, feed, ctx, copy, slot.epoch, stop)?)
         }

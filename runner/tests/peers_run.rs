@@ -98,7 +98,7 @@ fn three_engines_train_the_same_batches_into_one_bundle() {
     let (b, o) = run_suite("peers-light", LIGHT, &[]);
     assert!(o.status.success(), "{}", text(&o));
     let e = &b.experiments[0];
-    assert_eq!(e.swept[0], "engine");
+    assert_eq!(e.swept[..2], ["workers", "engine"]);
     assert_eq!(
         e.settings.get("parameters"),
         Some(&ParamValue::Int(16 * 4 + 4))

@@ -173,6 +173,7 @@ impl GridExperiment for BatchSweep {
             batch_size,
             CopyMode {
                 non_blocking: self.pinned,
+                prefetch_to_device: false,
             },
             &mut make_feed,
         )

@@ -344,6 +344,20 @@ impl Common {
         make_feed: &mut dyn FnMut() -> Result<Box<dyn Feed>, UnitError>,
         non_blocking: bool,
     ) -> Result<Vec<Run>, UnitError> {
+        self.train_ahead(rc, config_id, repeat, make_feed, non_blocking, false)
+    }
+
+    /// [`Common::train`], with `to_device`: the next batch copied on a
+    /// side stream while this one computes (CUDA).
+    pub(super) fn train_ahead(
+        &self,
+        rc: &RunCtx,
+        config_id: &str,
+        repeat: u32,
+        make_feed: &mut dyn FnMut() -> Result<Box<dyn Feed>, UnitError>,
+        non_blocking: bool,
+        to_device: bool,
+    ) -> Result<Vec<Run>, UnitError> {
         if self.plan.loader_only {
             return crate::experiments::loader_only_unit(
                 rc,
@@ -364,6 +378,7 @@ impl Common {
             self.plan.batch_size as i64,
             CopyMode {
                 non_blocking: non_blocking && self.cuda,
+                prefetch_to_device: to_device && self.cuda,
             },
             make_feed,
         )
@@ -534,15 +549,10 @@ impl GridExperiment for LoaderExperiment {
         if p.engine != EngineName::Native {
             return super::peer::run_unit(common, p, &id, repeat, rc);
         }
-        if p.to_device {
-            return Err(UnitError::Failed(
-                "prefetch_to_device is not built for the native engine yet (the pytorch engine has it)".into(),
-            ));
-        }
         let last_error = Arc::new(Mutex::new(None));
         let mut make_feed = || native_feed(common, p, &id, &last_error);
         common
-            .train(rc, &id, repeat, &mut make_feed, p.pinned)
+            .train_ahead(rc, &id, repeat, &mut make_feed, p.pinned, p.to_device)
             .map_err(|e| recorded(e, &last_error))
     }
 }

@@ -112,14 +112,14 @@ pub(crate) fn engine_swept(lp: &LoaderPlan) -> bool {
     lp.engines != [EngineName::Native]
 }
 
-/// The swept knobs of a plan: `engine` when a peer is named, `workers`,
-/// then each knob with more than one value.
+/// The swept knobs of a plan: `workers` (the charts' x axis), `engine`
+/// when a peer is named (one series per engine), then each knob with more
+/// than one value.
 pub(crate) fn swept_knobs(lp: &LoaderPlan) -> Vec<String> {
-    let mut swept = Vec::new();
+    let mut swept = vec!["workers".to_string()];
     if engine_swept(lp) {
-        swept.push("engine".to_string());
+        swept.push("engine".into());
     }
-    swept.push("workers".into());
     for (name, n) in [
         ("worker_kind", lp.kinds.len()),
         ("context", lp.contexts.len()),

@@ -25,6 +25,7 @@ unsafe extern "C" {
     fn ss_stream_guard_exit(guard: *mut c_void);
     fn ss_stream_synchronize(stream: *mut c_void) -> c_int;
     fn ss_current_stream_wait(stream: *mut c_void) -> c_int;
+    fn ss_record_on_current_stream(tensor: *mut c_void) -> c_int;
 }
 
 /// A libtorch call inside the shim raised an exception.
@@ -191,6 +192,16 @@ impl SideStream {
         // SAFETY: live stream.
         check("stream_wait", unsafe { ss_current_stream_wait(self.ptr) })
     }
+}
+
+/// Mark a device tensor as used by the current stream (it was made on a side
+/// stream): the caching allocator keeps its memory until that stream is done
+/// (PyTorch's `tensor.record_stream(torch.cuda.current_stream())`).
+pub fn record_on_current_stream(t: &tch::Tensor) -> Result<(), ShimError> {
+    // SAFETY: `as_ptr` is tch's `at::Tensor*`, alive for the call.
+    check("record_stream", unsafe {
+        ss_record_on_current_stream(t.as_ptr() as *mut c_void)
+    })
 }
 
 impl Drop for SideStream {

@@ -2,6 +2,7 @@
 // C++ API only (no CUDA header, no CUDA library at build time). Every function
 // catches C++ exceptions and reports them through ss_last_error().
 #include <ATen/Context.h>
+#include <ATen/core/Tensor.h>
 #include <c10/core/AllocatorConfig.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Event.h>
@@ -136,6 +137,17 @@ int ss_current_stream_wait(void* stream) {
     ev.record(*s);
     const auto* impl = c10::impl::getDeviceGuardImpl(s->device_type());
     ev.block(impl->getStream(s->device()));
+  });
+}
+
+// Mark `tensor` (an at::Tensor*, as tch holds it) as used by its device's
+// current stream, so the caching allocator does not hand its memory out again
+// before that stream's queued work is done (it was allocated on a side stream).
+int ss_record_on_current_stream(void* tensor) {
+  return guarded([&] {
+    auto* t = static_cast<at::Tensor*>(tensor);
+    const auto* impl = c10::impl::getDeviceGuardImpl(t->device().type());
+    t->record_stream(impl->getStream(t->device()));
   });
 }
 

@@ -36,7 +36,10 @@ pub fn ComparisonTable(
     );
     let order = row_order(&table, &view.sort);
     let has_failures = table.rows.iter().any(|r| r.failure.is_some());
-    let show_params = table.rows.iter().any(|r| !r.not_applicable.is_empty());
+    // The swept parameters get columns when one does not apply somewhere,
+    // and always when engines are compared (engine is then a dimension).
+    let show_params = table.rows.iter().any(|r| !r.not_applicable.is_empty())
+        || e.swept.iter().any(|s| s == "engine");
     let param_heads = show_params.then(|| {
         e.swept
             .iter()

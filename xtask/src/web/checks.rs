@@ -1,12 +1,13 @@
 //! The browser tests: a site exported by the real `stallscope site` from the
 //! published FashionMNIST bundle, a measured one and a bundle whose title is
-//! HTML, served by `stallscope serve`, checked in headless Chromium (plus a
+//! HTML and one from the three engines, served by `stallscope serve`, checked in headless Chromium (plus a
 //! bundle of a newer format minor, loaded with `?bundle=`). Each
 //! check is named, prints its own failure, and screenshots go to
 //! `target/screenshots/`.
 mod generated;
 mod loading;
 mod newer_format;
+mod peers;
 mod reports;
 
 use super::{Server, export_site};
@@ -21,7 +22,7 @@ const MEASURED: &str = "fixtures/measured/cpu-quickstart-quick.json";
 const XSS_TITLE: &str = "<img src=x onerror=alert(1)>";
 const XSS_ID: &str = "xss-title-test";
 const STEPS_ID: &str = "generated-steps-test";
-const SITE_BUNDLES: usize = 4;
+const SITE_BUNDLES: usize = 5;
 const WAIT: Duration = Duration::from_secs(20);
 
 /// One browser test.
@@ -61,7 +62,13 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
     let site = work.path().join("site");
     export_site(
         runner,
-        &[repo.join(PUBLISHED), repo.join(MEASURED), xss, steps],
+        &[
+            repo.join(PUBLISHED),
+            repo.join(MEASURED),
+            xss,
+            steps,
+            repo.join(peers::PEERS),
+        ],
         &site,
     )?;
     std::fs::create_dir_all(site.join("extra"))?;
@@ -101,7 +108,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         shots,
         repo: repo.to_path_buf(),
     };
-    let checks: [(&str, Check); 15] = [
+    let checks: [(&str, Check); 16] = [
         ("site_lists_its_bundles", loading::site_lists_its_bundles),
         (
             "table_cells_equal_the_fixture",
@@ -135,6 +142,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
             "unknown_kind_shown_with_newer_format_note",
             newer_format::unknown_kind_shown_with_newer_format_note,
         ),
+        ("engines_are_a_dimension", peers::engines_are_a_dimension),
     ];
     let (mut passed, mut failed) = (0, 0);
     for (name, check) in checks {
