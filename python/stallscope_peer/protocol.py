@@ -340,6 +340,8 @@ def parse_request(text: str) -> Request:
         optimizer = _optimizer(obj["optimizer"])
     elif model["name"] == "none":
         optimizer = None
+    elif "optimizer" in obj:
+        raise RequestError(f"request.optimizer: expected an object for model {model['name']!r}, got null")
     else:
         raise RequestError("request: missing key 'optimizer'")
     source = _source(obj["source"], engine)
