@@ -84,7 +84,8 @@ class SpdlImageLoader:
                 hwc = hwc[y0:y0 + c, x0:x0 + c]
             if self.flip and rng.random() < 0.5:
                 hwc = hwc.flip(1)
-        x = hwc.permute(2, 0, 1).float().div_(255.0)
+        # CHW made contiguous first, as ToTensor does (normalising the permuted view is ~6x slower).
+        x = hwc.permute(2, 0, 1).contiguous().float().div_(255.0)
         return x.sub_(self.mean).div_(self.std), label
 
 
