@@ -4,7 +4,7 @@
 //! drop_last, model or none), yields a valid bundle in which no
 //! configuration failed, and every engine took the same number of samples
 //! and steps in every epoch (the same batches). Real harness, real PyTorch
-//! and SPDL; `STALLSCOPE_PEER_SUITES=N` sets how many (default 10),
+//! and SPDL; `STALLSCOPE_PEER_SUITES=N` sets how many (default 6),
 //! `STALLSCOPE_SUITE_SEED=S` the first seed, `STALLSCOPE_PEERS=0` skips.
 
 #[allow(dead_code)]
@@ -45,7 +45,7 @@ fn suite(seed: u64) -> String {
     };
     writeln!(
         out,
-        "title = \"generated peers {seed}\"\nseed = {}\ntorch_threads = 1\nrepeats = {}\nepochs = {}",
+        "title = \"generated peers {seed}\"\nseed = {}\ntorch_threads = 1\nrepeats = 1\nepochs = {}",
         seed % 5,
         1 + rng.below(2),
         1 + rng.below(2)
@@ -110,7 +110,7 @@ fn every_accepted_peer_suite_runs_the_same_batches_on_every_engine() {
     let n: u64 = std::env::var("STALLSCOPE_PEER_SUITES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(10);
+        .unwrap_or(6);
     let first: u64 = std::env::var("STALLSCOPE_SUITE_SEED")
         .ok()
         .and_then(|v| v.parse().ok())

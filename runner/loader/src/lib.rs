@@ -7,6 +7,7 @@
 mod batch;
 mod engine;
 pub mod generate;
+pub mod idx;
 pub mod images;
 mod process;
 pub mod rng;

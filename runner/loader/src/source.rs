@@ -38,6 +38,10 @@ pub enum SourceSpec {
     },
     /// A directory of JPEG/PNG images: decode, resize, crop, flip, normalise.
     Images(ImageSpec),
+    /// FashionMNIST IDX files (`train-images-idx3-ubyte`,
+    /// `train-labels-idx1-ubyte`) in `dir`: the first `samples`, 1×28×28
+    /// float32 in [0, 1].
+    Idx { dir: PathBuf, samples: usize },
 }
 
 /// A fault injected on purpose (tests and demonstrations of the failure path).
@@ -109,6 +113,9 @@ pub fn open_source(spec: &SourceSpec) -> Result<Box<dyn Source>, SourceOpenError
             }))
         }
         SourceSpec::Images(spec) => Ok(Box::new(ImageDirSource::open(spec)?)),
+        SourceSpec::Idx { dir, samples } => {
+            Ok(Box::new(super::idx::IdxSource::open(dir, *samples)?))
+        }
     }
 }
 

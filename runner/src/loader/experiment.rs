@@ -176,6 +176,33 @@ impl Common {
                     ),
                 )
             }
+            (DataPlan::FashionMnist { dir, samples }, ModelSpec::FashionCnn) => {
+                let (dir, what) = match dir.as_deref().or(rc.data_dir) {
+                    Some(d) => (
+                        d.to_path_buf(),
+                        format!("FashionMNIST IDX files in {}", d.display()),
+                    ),
+                    None => {
+                        let d =
+                            super::idx::ensure_synthetic_dir(&default_cache_root(), *samples, seed)
+                                .map_err(|e| fail(&e))?;
+                        (
+                            d.clone(),
+                            format!(
+                                "generated data of FashionMNIST's shape (no IDX folder given: `dir` or --data-dir), written as IDX files in {} (seed {seed})",
+                                d.display()
+                            ),
+                        )
+                    }
+                };
+                (
+                    Some(SourceSpec::Idx {
+                        dir,
+                        samples: *samples,
+                    }),
+                    format!("{what}: the first {samples} samples, 1×28×28 scaled to [0, 1]"),
+                )
+            }
             (d, m) => {
                 return Err(UnitError::Failed(format!(
                     "source {} does not fit model {}",

@@ -107,6 +107,12 @@ fn source_json(common: &Common) -> Result<serde_json::Value, UnitError> {
             "kind": "synthetic", "samples": samples, "features": features,
             "classes": classes, "latency_us": latency_us, "cpu_work_rounds": cpu_work_rounds,
         }),
+        SourceSpec::Idx { dir, samples } => json!({
+            "kind": "fashionmnist",
+            "images": dir.join(super::idx::IMAGES_FILE),
+            "labels": dir.join(super::idx::LABELS_FILE),
+            "samples": samples,
+        }),
         SourceSpec::Images(img) => {
             let src =
                 super::images::ImageDirSource::open(img).map_err(|e| failed(e.to_string()))?;

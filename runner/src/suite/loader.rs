@@ -60,6 +60,7 @@ pub(super) fn parse(
         .map_or("tensor", |s| s.get_ref().as_str());
     let default_samples = match source {
         "python" => 0,
+        "fashionmnist" => 4096,
         "images" => 512,
         "synthetic" => 512,
         _ => 4096,
@@ -118,6 +119,10 @@ pub(super) fn parse(
             }
         }
         ("tensor", ModelSpec::Linear { .. }) => DataPlan::Tensor { samples },
+        ("fashionmnist", ModelSpec::FashionCnn) => DataPlan::FashionMnist {
+            dir: raw.dir.as_ref().map(|d| PathBuf::from(d.get_ref())),
+            samples,
+        },
         ("synthetic", ModelSpec::Linear { .. }) => {
             let latency_ms = match &raw.latency_ms {
                 Some(v) if !(0.0..=60_000.0).contains(v.get_ref()) => {
@@ -157,9 +162,9 @@ pub(super) fn parse(
                 random_crop: raw.random_crop.unwrap_or(true),
             }
         }
-        (s @ ("tensor" | "synthetic" | "images"), m) => {
+        (s @ ("tensor" | "synthetic" | "images" | "fashionmnist"), m) => {
             return Err(cx.err(source_span, &at("source"), format!(
-                "{s:?} with model {}; expected tensor or synthetic with linear, images with image_cnn (its image_size is the crop)",
+                "{s:?} with model {}; expected tensor or synthetic with linear, images with image_cnn (its image_size is the crop), fashionmnist with fashion_cnn",
                 m.name()
             )));
         }
@@ -167,7 +172,7 @@ pub(super) fn parse(
             return Err(cx.err(
                 source_span,
                 &at("source"),
-                format!("{other:?}; expected tensor, synthetic, images or python"),
+                format!("{other:?}; expected tensor, synthetic, images, fashionmnist or python"),
             ));
         }
     };
@@ -302,6 +307,7 @@ pub(super) fn parse(
     // is read; the driver records such a configuration as failed).
     let known_samples = match &plan.data {
         DataPlan::Images { dir: Some(_), .. } | DataPlan::Python { .. } => None,
+        DataPlan::FashionMnist { samples, .. } => Some(*samples),
         DataPlan::Tensor { samples }
         | DataPlan::Synthetic { samples, .. }
         | DataPlan::Images { samples, .. } => Some(*samples),

@@ -161,6 +161,7 @@ pub fn parse_suite(
                     // The model's name only carries the data's shape.
                     Some(_) => match loader::source_name(e.loader.as_ref()) {
                         "images" => (x.model_named("image_cnn")?, true),
+                        "fashionmnist" => (x.model_named("fashion_cnn")?, true),
                         _ => (x.model_named("linear")?, true),
                     },
                     None => (x.model("linear")?, false),
@@ -296,6 +297,75 @@ mod tests {
                 .unwrap();
             }
         }
+    }
+
+    #[test]
+    fn peer_keys_are_checked_where_they_are_written() {
+        let loader = |model: &str, kind: &str, table: &str| {
+            format!(
+                "[[experiment]]\nid = \"a\"\nkind = \"{kind}\"\nmodel = \"{model}\"\n[experiment.loader]\n{table}"
+            )
+        };
+        for (text, want) in [
+            (
+                loader("linear", "loader", "engines = [\"native\", \"jax\"]\n"),
+                "s.toml:6:11: experiment[0].loader.engines: \"jax\"; expected native, pytorch, spdl",
+            ),
+            (
+                loader("linear", "loader", "engines = [\"spdl\", \"spdl\"]\n"),
+                "experiment[0].loader.engines: \"spdl\" twice",
+            ),
+            (
+                loader("linear", "loader", "source = \"python\"\n"),
+                "s.toml:6:10: experiment[0].loader.factory: missing",
+            ),
+            (
+                loader(
+                    "linear",
+                    "loader",
+                    "source = \"python\"\nfactory = \"a.b\"\n",
+                ),
+                "experiment[0].loader.factory: \"a.b\"; expected \"module:function\"",
+            ),
+            (
+                loader(
+                    "linear",
+                    "loader",
+                    "source = \"python\"\nfactory = \"m:f\"\nengines = [\"native\"]\n",
+                ),
+                "experiment[0].loader.engines: source = \"python\" runs your own Dataset",
+            ),
+            (
+                loader("linear", "loader", "contexts = [\"fork\", \"spawn\"]\n"),
+                "experiment[0].loader.contexts: the start method of DataLoader workers is a pytorch knob",
+            ),
+            (
+                loader("none", "stall", ""),
+                "s.toml:4:9: experiment[0].model: \"none\" in a stall experiment",
+            ),
+            (
+                loader("linear", "stall", "engines = [\"pytorch\"]\n"),
+                "s.toml:6:11: experiment[0].loader.engines: a stall experiment runs the differential method on the native engine",
+            ),
+            (
+                loader("linear", "loader", "factory = \"m:f\"\n"),
+                "experiment[0].loader.factory: given with source = \"tensor\"",
+            ),
+        ] {
+            let e = err(&text);
+            assert!(e.contains(want), "{e}\n--- for\n{text}");
+        }
+        let ok = loader(
+            "none",
+            "loader",
+            "source = \"fashionmnist\"\nengines = [\"native\", \"pytorch\", \"spdl\"]\n",
+        );
+        let plan = parse_suite(&ok, "s.toml", "s", None, false).unwrap();
+        let ExperimentSpec::Loader(lp) = &plan.experiments[0].spec else {
+            panic!("a loader plan")
+        };
+        assert!(lp.loader_only && lp.model == crate::models::ModelSpec::FashionCnn);
+        assert_eq!(lp.engines.len(), 3);
     }
 
     fn err(text: &str) -> String {

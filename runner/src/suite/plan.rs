@@ -114,6 +114,12 @@ pub enum DataPlan {
         flip: bool,
         random_crop: bool,
     },
+    /// FashionMNIST IDX files from `dir` (else `--data-dir`, else a
+    /// generated stand-in of the same shape written as IDX files).
+    FashionMnist {
+        dir: Option<PathBuf>,
+        samples: usize,
+    },
     /// A user's `torch.utils.data.Dataset` (pytorch engine only):
     /// `factory` is `module:function`, imported with `path` first on
     /// `sys.path` and called with `args`.
@@ -131,6 +137,7 @@ impl DataPlan {
             DataPlan::Synthetic { .. } => "synthetic",
             DataPlan::Images { .. } => "images",
             DataPlan::Python { .. } => "python",
+            DataPlan::FashionMnist { .. } => "fashionmnist",
         }
     }
 }

@@ -124,7 +124,7 @@ impl<'a> WgpuLoader<'a> {
                     latency_us as f64 / 1000.0
                 ),
             ),
-            DataPlan::Images { .. } | DataPlan::Python { .. } => {
+            DataPlan::Images { .. } | DataPlan::Python { .. } | DataPlan::FashionMnist { .. } => {
                 unreachable!("checked by unsupported()")
             }
         };
