@@ -32,5 +32,10 @@ worker=$(dirname "$bin")/stallscope-loader-worker
 "$bin" run --preset quickstart --device cuda:0 --out "$out/quickstart"
 "$bin" run --preset fashionmnist-batch-sweep --quick --device cuda:0 --out "$out/batch-sweep"
 "$bin" run --preset transfer --quick --device cuda:0 --out "$out/transfer"
-"$bin" validate "$out/quickstart/bundle.json" "$out/batch-sweep/bundle.json" "$out/transfer/bundle.json"
+# The peer engines in the machine's PyTorch (its own Python, not the cache's)
+# and prefetch_to_device, which only CUDA has.
+STALLSCOPE_PYTHON="$python" "$bin" run "$here/gpu-peers.toml" --device cuda:0 --out "$out/peers" \
+  || echo "gpu-check: the peers run recorded failures (see its report above); its bundle is kept"
+"$bin" validate "$out/quickstart/bundle.json" "$out/batch-sweep/bundle.json" \
+  "$out/transfer/bundle.json" "$out/peers/bundle.json"
 echo "bundles under $out"

@@ -274,6 +274,13 @@ mod tests {
     }
 
     #[test]
+    fn the_gpu_checks_suite_parses() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/gpu-peers.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        parse_suite(&text, "gpu-peers.toml", "gpu-peers", Some(&path), false).unwrap();
+    }
+
+    #[test]
     fn every_file_in_fixtures_suites_is_an_embedded_preset() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/suites");
         for entry in std::fs::read_dir(&dir).unwrap() {
