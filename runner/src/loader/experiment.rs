@@ -526,7 +526,7 @@ impl GridExperiment for LoaderExperiment {
             .map(|e| match e {
                 EngineName::Native => "the native loader (thread workers share the runner's process; process workers run the small stallscope-loader-worker binary, no libtorch, and hand batches over through POSIX shared memory; workers take batches round-robin, each holding at most `prefetch` batches ahead)",
                 EngineName::Pytorch => "PyTorch's torch.utils.data.DataLoader in the Python harness (num_workers, prefetch_factor, persistent_workers, pin_memory, the start method)",
-                EngineName::Spdl => "SPDL's pipeline in the Python harness (a per-sample stage of `workers` concurrency on its thread pool, then batching; `prefetch` batches buffered at the sink)",
+                EngineName::Spdl => "SPDL's pipeline in the Python harness (a per-sample stage of `workers` concurrency on its thread pool, or on a process pool with worker_kinds processes, then batching; `prefetch` batches buffered at the sink)",
             })
             .collect::<Vec<_>>()
             .join("; ");

@@ -166,7 +166,7 @@ pub(super) fn run_unit(
             context: p.context.as_str(),
             drop_last: lp.drop_last,
             concurrency: p.workers.max(1),
-            spdl_workers: "threads",
+            spdl_workers: p.kind.as_str(),
             prefetch_to_device: p.to_device,
         },
         non_blocking: p.pinned && common.cuda,

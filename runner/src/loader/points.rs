@@ -12,7 +12,8 @@ use crate::suite::{EngineName, LoaderPlan, MpContext};
 pub(crate) struct Point {
     pub(crate) engine: EngineName,
     /// Native: threads or processes; pytorch: DataLoader worker processes;
-    /// spdl: the concurrency of its per-sample stage.
+    /// spdl: the concurrency of its per-sample stage (on its thread pool,
+    /// or a process pool with `kind` processes).
     pub(crate) workers: usize,
     pub(crate) kind: WorkerKind,
     pub(crate) prefetch: usize,
@@ -26,12 +27,13 @@ pub(crate) struct Point {
 const NO_WORKERS: &str =
     "no workers: the loop builds each batch itself, so there is nothing to keep ahead or alive";
 const SPDL_NO_PERSIST: &str =
-    "SPDL builds its pipeline for each epoch on a thread pool; it has no worker processes to keep";
+    "SPDL builds its pipeline (and its pool) for each epoch; there are no workers to keep";
 const SPDL_NO_PIN: &str =
     "the harness's SPDL pipeline hands over pageable tensors (no pinning stage)";
 const NATIVE_NO_CONTEXT: &str =
     "the native loader's workers are threads or its own worker program, not Python processes";
-const SPDL_NO_CONTEXT: &str = "SPDL runs its stages on a thread pool";
+const SPDL_NO_CONTEXT: &str =
+    "SPDL runs its stages on its own pool (threads, or a process pool of its choosing)";
 
 /// Every point of a loader sweep, in the suite's order: engine, workers,
 /// pinned, device prefetch, then each engine's own knobs. At workers 0
@@ -95,8 +97,14 @@ pub(crate) fn points(lp: &LoaderPlan) -> Vec<Point> {
                             }
                         }
                         EngineName::Spdl => {
-                            for &prefetch in &lp.prefetch {
-                                out.push(Point { prefetch, ..base });
+                            for &kind in &lp.kinds {
+                                for &prefetch in &lp.prefetch {
+                                    out.push(Point {
+                                        kind,
+                                        prefetch,
+                                        ..base
+                                    });
+                                }
                             }
                         }
                     }
@@ -155,7 +163,10 @@ pub(crate) fn point_id(p: Point) -> String {
             p.persistent as u8,
             p.pinned as u8
         ),
-        (EngineName::Spdl, c) => format!("spdl-c{c}-pf{}{ptd}", p.prefetch),
+        (EngineName::Spdl, c) => match p.kind {
+            WorkerKind::Threads => format!("spdl-c{c}-pf{}{ptd}", p.prefetch),
+            WorkerKind::Processes => format!("spdl-c{c}-processes-pf{}{ptd}", p.prefetch),
+        },
     }
 }
 
@@ -167,6 +178,9 @@ pub(crate) fn label(p: Point, lp: &LoaderPlan, pin_note: Option<&str>) -> String
     }
     parts.push(match (p.engine, p.workers) {
         (_, 0) => "in loop (0 workers)".to_string(),
+        (EngineName::Spdl, c) if lp.kinds.len() > 1 => {
+            format!("concurrency {c} ({})", p.kind.as_str())
+        }
         (EngineName::Spdl, c) => format!("concurrency {c}"),
         (EngineName::Pytorch, w) if lp.contexts.len() > 1 => {
             format!("{w} workers ({})", p.context.as_str())
@@ -230,9 +244,8 @@ pub(crate) fn configuration(
     if !is("engine") {
         c.params.remove("engine");
     }
-    let kind = match (p.workers, p.engine) {
-        (0, _) => "in_loop",
-        (_, EngineName::Spdl) => "threads",
+    let kind = match p.workers {
+        0 => "in_loop",
         _ => p.kind.as_str(),
     };
     c = c.with_param("worker_kind", kind);
