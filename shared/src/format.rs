@@ -554,7 +554,9 @@ format_type! {
         pub gets: u64,
         /// Total seconds the consumer waited in `get`.
         pub get_wait_s: f64,
-        /// Share of gets that found an item ready, 0..=1.
+        /// Data readiness, 0..=1: for the native loader the share of gets
+        /// that found an item ready; for SPDL its `occupancy_rate`, the
+        /// share of the time measured that the queue held an item.
         pub readiness: f64,
     }
 
