@@ -304,8 +304,10 @@ class Engine:
         stages = [{"name": h.info.stage_name, "tasks": h.num_tasks,
                    "failures": h.num_tasks - h.num_success, "mean_task_s": h.ave_time}
                   for h in self.hooks]
-        # Each stage's output queue, in pipeline order (they are recorded as stages end).
-        recorded = sorted(_QUEUE_STATS, key=lambda r: _stage_order(r[0]))
+        # Each stage's output queue, in pipeline order (they are recorded as stages end),
+        # and the sink, the queue the loop takes batches from, last: shared reads the
+        # last queue as the one the consumer saw.
+        recorded = sorted(_QUEUE_STATS, key=lambda r: (r[0].stage_name == "sink", _stage_order(r[0])))
         queues = [{"name": info.stage_name, "gets": s.num_items,
                    "get_wait_s": s.ave_get_time * s.num_items, "readiness": s.occupancy_rate}
                   for info, s in recorded]
