@@ -62,7 +62,7 @@ pub struct ServeArgs {
 pub struct RunArgs {
     /// A suite file (TOML); without it, the preset named by --preset (default quickstart).
     pub suite: Option<PathBuf>,
-    /// A preset suite: quickstart, fashionmnist-batch-sweep, transfer.
+    /// A preset suite (the files of fixtures/suites/): quickstart, fashionmnist-batch-sweep, transfer, ...
     #[arg(long, conflicts_with = "suite")]
     pub preset: Option<String>,
     /// auto (CUDA when present, else the CPU), cpu, cuda, cuda:N, or wgpu (any Vulkan/Metal/DX12 device).

@@ -44,6 +44,18 @@ pub const PRESETS: &[(&str, &str)] = &[
         include_str!("../../../fixtures/suites/image-pipeline.toml"),
     ),
     ("stall", include_str!("../../../fixtures/suites/stall.toml")),
+    (
+        "reproduce-tutorial",
+        include_str!("../../../fixtures/suites/reproduce-tutorial.toml"),
+    ),
+    (
+        "reproduce-seeds000",
+        include_str!("../../../fixtures/suites/reproduce-seeds000.toml"),
+    ),
+    (
+        "reproduce-spdl",
+        include_str!("../../../fixtures/suites/reproduce-spdl.toml"),
+    ),
 ];
 
 /// Parse and validate suite text. `file` names it in errors.
