@@ -22,7 +22,7 @@ const MEASURED: &str = "fixtures/measured/cpu-quickstart-quick.json";
 const XSS_TITLE: &str = "<img src=x onerror=alert(1)>";
 const XSS_ID: &str = "xss-title-test";
 const STEPS_ID: &str = "generated-steps-test";
-const SITE_BUNDLES: usize = 5;
+const SITE_BUNDLES: usize = 7;
 const WAIT: Duration = Duration::from_secs(20);
 
 /// One browser test.
@@ -68,6 +68,8 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
             xss,
             steps,
             repo.join(peers::PEERS),
+            repo.join(peers::TUTORIAL),
+            repo.join(peers::TUTORIAL_RUN),
         ],
         &site,
     )?;
@@ -108,7 +110,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         shots,
         repo: repo.to_path_buf(),
     };
-    let checks: [(&str, Check); 16] = [
+    let checks: [(&str, Check); 17] = [
         ("site_lists_its_bundles", loading::site_lists_its_bundles),
         (
             "table_cells_equal_the_fixture",
@@ -143,6 +145,10 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
             newer_format::unknown_kind_shown_with_newer_format_note,
         ),
         ("engines_are_a_dimension", peers::engines_are_a_dimension),
+        (
+            "published_tutorial_pairs_with_yours",
+            peers::published_tutorial_pairs_with_yours,
+        ),
     ];
     let (mut passed, mut failed) = (0, 0);
     for (name, check) in checks {

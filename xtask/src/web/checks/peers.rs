@@ -7,6 +7,54 @@ use serde_json::json;
 
 /// A measured bundle of `reproduce-seeds000.toml --quick` on this machine.
 pub(super) const PEERS: &str = "fixtures/measured/cpu-peers-seeds000-quick.json";
+/// The published PyTorch tutorial and a measured `reproduce-tutorial --quick`.
+pub(super) const TUTORIAL: &str = "fixtures/published/pytorch-data-loading-tutorial.json";
+pub(super) const TUTORIAL_RUN: &str = "fixtures/measured/cpu-reproduce-tutorial-quick.json";
+
+/// Published vs yours: the compare view pairs every published DataLoader row
+/// with the measured pytorch row of the same settings, with a ratio.
+pub(super) fn published_tutorial_pairs_with_yours(ctx: &Ctx) -> Result<()> {
+    let published = read_json(&ctx.repo.join(TUTORIAL))?;
+    let measured = read_json(&ctx.repo.join(TUTORIAL_RUN))?;
+    let (p, m) = (
+        published["id"].as_str().unwrap_or_default(),
+        measured["id"].as_str().unwrap_or_default(),
+    );
+    ctx.open(&format!("#/compare/{p}/{m}"))?;
+    ctx.browser.wait_for(
+        "the comparison",
+        "return document.querySelectorAll('.compare-table tr[data-config]').length > 0;",
+        WAIT,
+    )?;
+    let note = ctx.text(".compare-pair .note")?;
+    ensure!(
+        note.contains("published"),
+        "no published-side note: {note:?}"
+    );
+    let mut paired = 0;
+    for c in published["experiments"][0]["configurations"]
+        .as_array()
+        .context("configurations")?
+    {
+        let cid = c["id"].as_str().unwrap_or_default();
+        if !cid.starts_with("pytorch-") {
+            continue;
+        }
+        let ratio = ctx.text(&format!(
+            ".compare-table tr[data-config='{cid}'] td:nth-child(4)"
+        ))?;
+        ensure!(
+            ratio.ends_with('×'),
+            "{cid}: the published row is not paired with a measured one (ratio cell {ratio:?})"
+        );
+        paired += 1;
+    }
+    ensure!(
+        paired == 4,
+        "expected the 4 DataLoader rows paired, found {paired}"
+    );
+    ctx.shot("compare-tutorial")
+}
 
 pub(super) fn engines_are_a_dimension(ctx: &Ctx) -> Result<()> {
     let b = read_json(&ctx.repo.join(PEERS))?;
