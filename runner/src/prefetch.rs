@@ -88,14 +88,7 @@ pub fn whole_run_epoch(
     }
     ctx.synchronize();
     let seconds = started.elapsed().as_secs_f64();
-    Ok(WholeRun {
-        seconds: Some(seconds),
-        samples: Some(samples),
-        samples_per_s: Some(samples as f64 / seconds),
-        steps: Some(steps),
-        step_s: (steps > 0).then(|| seconds / steps as f64),
-        bytes: Some(bytes),
-    })
+    Ok(WholeRun::measured(seconds, samples, steps, bytes))
 }
 
 /// A diagnostic epoch of the same loop: the copy on the side stream is

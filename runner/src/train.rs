@@ -158,14 +158,7 @@ fn whole_run_epoch(
     }
     ctx.synchronize();
     let seconds = started.elapsed().as_secs_f64();
-    Ok(WholeRun {
-        seconds: Some(seconds),
-        samples: Some(samples),
-        samples_per_s: Some(samples as f64 / seconds),
-        steps: Some(steps),
-        step_s: (steps > 0).then(|| seconds / steps as f64),
-        bytes: Some(bytes),
-    })
+    Ok(WholeRun::measured(seconds, samples, steps, bytes))
 }
 
 fn diagnostic_epoch(
@@ -254,14 +247,7 @@ pub fn loader_only_epoch(
     let seconds = started.elapsed().as_secs_f64();
     match slot.mode {
         TimingMode::WholeRun => {
-            run.whole_run = Some(WholeRun {
-                seconds: Some(seconds),
-                samples: Some(samples),
-                samples_per_s: Some(samples as f64 / seconds),
-                steps: Some(steps),
-                step_s: (steps > 0).then(|| seconds / steps as f64),
-                bytes: Some(bytes),
-            })
+            run.whole_run = Some(WholeRun::measured(seconds, samples, steps, bytes))
         }
         _ => {
             run.diagnostic = Some(diagnostic_from_series(

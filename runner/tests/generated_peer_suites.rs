@@ -17,23 +17,6 @@ use stallscope_bundle::TimingMode;
 use stallscope_loader::rng::Rng;
 use util::*;
 
-fn pick<'a, T>(rng: &mut Rng, items: &'a [T]) -> &'a T {
-    &items[rng.below(items.len() as u64) as usize]
-}
-
-/// A non-empty subset of `items`, in their order, as a TOML array.
-fn subset<T: std::fmt::Display>(rng: &mut Rng, items: &[T]) -> String {
-    let mut chosen: Vec<String> = Vec::new();
-    while chosen.is_empty() {
-        chosen = items
-            .iter()
-            .filter(|_| rng.coin())
-            .map(ToString::to_string)
-            .collect();
-    }
-    format!("[{}]", chosen.join(", "))
-}
-
 fn suite(seed: u64) -> String {
     let mut rng = Rng::new(seed);
     let mut out = String::new();
@@ -47,7 +30,6 @@ fn suite(seed: u64) -> String {
         out,
         "title = \"generated peers {seed}\"\nseed = {}\ntorch_threads = 1\nrepeats = 1\nepochs = {}",
         seed % 5,
-        1 + rng.below(2),
         1 + rng.below(2)
     )
     .unwrap();
@@ -125,17 +107,7 @@ fn every_accepted_peer_suite_runs_the_same_batches_on_every_engine() {
         let dir = temp_dir("peer-suite");
         let path = write_suite(dir.path(), "g.toml", &text);
         let out = dir.path().join("out");
-        let o = run(
-            &[
-                "run",
-                path.to_str().unwrap(),
-                "--device",
-                "cpu",
-                "--out",
-                out.to_str().unwrap(),
-            ],
-            &[("STALLSCOPE_HARNESS_DIR", harness.as_str())],
-        );
+        let o = run_on_cpu(&path, &out, &[("STALLSCOPE_HARNESS_DIR", harness.as_str())]);
         if o.status.code() == Some(2) {
             // Refused with a located message (e.g. drop_last leaving no batch).
             assert!(

@@ -11,6 +11,10 @@
 //! least 300 are accepted);
 //! `STALLSCOPE_SUITE_SEED=S` the first seed.
 
+// Shared with the runner's end-to-end tests; not every helper is used here.
+#[allow(dead_code)]
+mod util;
+
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicBool;
@@ -23,23 +27,7 @@ use stallscope::suite::parse_suite;
 use stallscope::wgpu_backend::WgpuEngine;
 use stallscope_bundle::{parse_bundle, validate};
 use stallscope_loader::rng::Rng;
-
-fn pick<'a, T>(rng: &mut Rng, items: &'a [T]) -> &'a T {
-    &items[rng.below(items.len() as u64) as usize]
-}
-
-/// A non-empty subset of `items`, in their order, as a TOML array.
-fn subset<T: std::fmt::Display>(rng: &mut Rng, items: &[T]) -> String {
-    let mut chosen: Vec<String> = Vec::new();
-    while chosen.is_empty() {
-        chosen = items
-            .iter()
-            .filter(|_| rng.coin())
-            .map(ToString::to_string)
-            .collect();
-    }
-    format!("[{}]", chosen.join(", "))
-}
+use util::{pick, subset};
 
 /// Samples: often tiny (1, fewer than a batch), sometimes a few batches.
 fn samples(rng: &mut Rng) -> u64 {

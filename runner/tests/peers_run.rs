@@ -69,17 +69,7 @@ fn run_suite(name: &str, suite: &str, envs: &[(&str, &str)]) -> (Bundle, std::pr
     let harness = harness_dir();
     let mut all = vec![("STALLSCOPE_HARNESS_DIR", harness.as_str())];
     all.extend_from_slice(envs);
-    let o = run(
-        &[
-            "run",
-            path.to_str().unwrap(),
-            "--device",
-            "cpu",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &all,
-    );
+    let o = run_on_cpu(&path, &out, &all);
     let bundle = valid_bundle(&out.join("bundle.json"));
     (bundle, o)
 }

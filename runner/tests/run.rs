@@ -4,6 +4,8 @@
 //! bad suites and bad IDX files, and valid partial bundles after a panic and
 //! after Ctrl-C.
 
+// Shared with the other end-to-end tests; not every helper is used here.
+#[allow(dead_code)]
 mod util;
 
 use std::time::{Duration, Instant};

@@ -287,14 +287,7 @@ fn to_run(e: &EpochLine, repeat: u32) -> Run {
     );
     match m {
         TimingMode::WholeRun => {
-            run.whole_run = Some(WholeRun {
-                seconds: Some(e.seconds),
-                samples: Some(e.samples),
-                samples_per_s: Some(e.samples as f64 / e.seconds),
-                steps: Some(e.steps),
-                step_s: (e.steps > 0).then(|| e.seconds / e.steps as f64),
-                bytes: Some(e.bytes),
-            })
+            run.whole_run = Some(WholeRun::measured(e.seconds, e.samples, e.steps, e.bytes))
         }
         _ => {
             let series = StepSeries {

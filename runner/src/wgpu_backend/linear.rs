@@ -384,14 +384,12 @@ fn epoch(
             }
             t.ctx.wait()?;
             let seconds = started.elapsed().as_secs_f64();
-            run.whole_run = Some(WholeRun {
-                seconds: Some(seconds),
-                samples: Some(samples),
-                samples_per_s: Some(samples as f64 / seconds),
-                steps: Some(batches.len() as u64),
-                bytes: Some(bytes),
-                ..WholeRun::default()
-            });
+            run.whole_run = Some(WholeRun::measured(
+                seconds,
+                samples,
+                batches.len() as u64,
+                bytes,
+            ));
         }
         TimingMode::Diagnostic => {
             let mut series = StepSeries::default();

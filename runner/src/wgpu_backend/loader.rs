@@ -416,14 +416,7 @@ impl<'a> WgpuLoader<'a> {
             ));
             run.steps = Some(series);
         } else {
-            run.whole_run = Some(WholeRun {
-                seconds: Some(seconds),
-                samples: Some(samples),
-                samples_per_s: Some(samples as f64 / seconds),
-                steps: Some(steps),
-                step_s: (steps > 0).then(|| seconds / steps as f64),
-                bytes: Some(bytes),
-            });
+            run.whole_run = Some(WholeRun::measured(seconds, samples, steps, bytes));
         }
         run.memory = Some(Memory {
             host_peak_rss_bytes: host_peak_rss_bytes(),

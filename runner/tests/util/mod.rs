@@ -89,3 +89,35 @@ pub fn write_suite(dir: &Path, name: &str, text: &str) -> PathBuf {
     std::fs::write(&p, text).expect("write suite");
     p
 }
+
+pub fn pick<'a, T>(rng: &mut stallscope_loader::rng::Rng, items: &'a [T]) -> &'a T {
+    &items[rng.below(items.len() as u64) as usize]
+}
+
+/// A non-empty subset of `items`, in their order, as a TOML array.
+pub fn subset<T: std::fmt::Display>(rng: &mut stallscope_loader::rng::Rng, items: &[T]) -> String {
+    let mut chosen: Vec<String> = Vec::new();
+    while chosen.is_empty() {
+        chosen = items
+            .iter()
+            .filter(|_| rng.coin())
+            .map(ToString::to_string)
+            .collect();
+    }
+    format!("[{}]", chosen.join(", "))
+}
+
+/// `stallscope run SUITE --device cpu --out OUT` with `envs`.
+pub fn run_on_cpu(suite: &Path, out: &Path, envs: &[(&str, &str)]) -> Output {
+    run(
+        &[
+            "run",
+            suite.to_str().expect("a UTF-8 path"),
+            "--device",
+            "cpu",
+            "--out",
+            out.to_str().expect("a UTF-8 path"),
+        ],
+        envs,
+    )
+}

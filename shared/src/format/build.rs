@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::format::{
     Configuration, Engine, Experiment, ExperimentKind, Failure, ParamValue, Phase, Run, TimingMode,
+    WholeRun,
 };
 
 /// What an absent `engine` means.
@@ -149,6 +150,21 @@ impl Run {
             memory: None,
             loader: None,
             steps: None,
+        }
+    }
+}
+
+impl WholeRun {
+    /// A measured whole-run epoch: its time and counts, the rates derived
+    /// from them (samples/s, step time when there were steps).
+    pub fn measured(seconds: f64, samples: u64, steps: u64, bytes: u64) -> WholeRun {
+        WholeRun {
+            seconds: Some(seconds),
+            samples: Some(samples),
+            samples_per_s: Some(samples as f64 / seconds),
+            steps: Some(steps),
+            step_s: (steps > 0).then(|| seconds / steps as f64),
+            bytes: Some(bytes),
         }
     }
 }
