@@ -76,6 +76,7 @@ def main() -> int:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
+        "torch_interop_threads": torch.get_num_interop_threads(),
         "step_ns": step_ns,
     }))
     return 0

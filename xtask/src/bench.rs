@@ -1,10 +1,11 @@
 //! `cargo xtask bench NAME` and `cargo xtask schema`: dispatch to the benches and the schema test.
 use crate::cmd::cargo;
-use crate::web;
+use crate::{bench_compute, bench_peers, web};
 use anyhow::{Result, bail};
+use std::path::Path;
 
 /// Benchmarks by name and what each measures.
-pub(crate) const BENCHES: [(&str, &str); 4] = [
+pub(crate) const BENCHES: [(&str, &str); 6] = [
     (
         "overhead",
         "the runner's own timing overhead (cargo bench -p stallscope --bench overhead)",
@@ -17,10 +18,18 @@ pub(crate) const BENCHES: [(&str, &str); 4] = [
         "workers",
         "process-worker start and restarted vs persistent workers (--bench workers)",
     ),
+    (
+        "loader-peers",
+        "the native loader vs PyTorch's DataLoader vs SPDL, JPEG pipeline (fixtures/bench)",
+    ),
+    (
+        "compute-peers",
+        "the seeds/003 CNN train step in tch vs Python PyTorch, batches 32 and 256",
+    ),
     ("viewer", "the viewer in a real browser"),
 ];
 
-pub(crate) fn run(args: &[String]) -> Result<()> {
+pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
     let Some(name) = args.first() else {
         bail!("`cargo xtask bench` needs a benchmark name: {}", names());
     };
@@ -38,6 +47,8 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             }
             bench.run()
         }
+        "loader-peers" => bench_peers::run(repo),
+        "compute-peers" => bench_compute::run(repo),
         "viewer" => web::bench(),
         other => bail!(
             "unknown benchmark `{other}`; the benchmarks are: {}",

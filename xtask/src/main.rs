@@ -1,5 +1,7 @@
 //! `cargo xtask <task>`: setup, test, build, demo, bench, schema.
 mod bench;
+mod bench_compute;
+mod bench_peers;
 mod cmd;
 mod demo;
 mod libtorch;
@@ -23,7 +25,9 @@ const USAGE: &str = "usage: cargo xtask <task>
   demo [--no-serve] [RUN ARGS...]
                       build (as `build`), `stallscope run --preset quickstart --device auto --out out/demo RUN ARGS`,
                       export the site to out/demo/site and serve it (until Ctrl-C)
-  bench NAME          run a benchmark: overhead, loader or viewer
+  bench NAME          run a benchmark: overhead, loader, workers, loader-peers, compute-peers or viewer;
+                      loader-peers and compute-peers build the release runner and compare it with the
+                      peer engines (PyTorch, SPDL) on the CPU, keeping their results in fixtures/bench
   schema              regenerate fixtures/schema/bundle.schema.json from the bundle types";
 
 fn main() -> ExitCode {
@@ -51,7 +55,7 @@ fn run() -> Result<()> {
         Some("test-viewer") => web::test(),
         Some("demo") => demo::run(&repo, rest),
         Some("build") => demo::build_release(&repo).map(drop),
-        Some("bench") => bench::run(rest),
+        Some("bench") => bench::run(&repo, rest),
         Some("schema") => bench::schema(),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");

@@ -1,0 +1,222 @@
+//! `cargo xtask bench loader-peers`: the native loader against PyTorch's DataLoader and SPDL on
+//! the JPEG pipeline of `fixtures/bench/loader-peers.toml`, in one release run whose repeats
+//! interleave the engines; prints each engine's best configuration and the ratios.
+use crate::cmd::{Cmd, cargo};
+use crate::demo::target_dir;
+use anyhow::{Context, Result, bail};
+use stallscope_bundle::analysis::{
+    Metric, MetricKey, group_thousands, metric_summary, show_bytes, show_ratio,
+};
+use stallscope_bundle::{Bundle, Configuration, Engine, Phase, TimingMode, read_bundle};
+use std::path::{Path, PathBuf};
+
+const SUITE: &str = "fixtures/bench/loader-peers.toml";
+const KEPT: &str = "fixtures/bench/loader-peers.json";
+const ENGINES: [Engine; 3] = [Engine::Native, Engine::Pytorch, Engine::Spdl];
+
+/// `cargo build --release -p stallscope -p stallscope-loader` (the runner and the process
+/// workers' program, without the viewer); returns the runner's path.
+pub(crate) fn release_runner(repo: &Path) -> Result<PathBuf> {
+    cargo()
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "stallscope",
+            "-p",
+            "stallscope-loader",
+        ])
+        .run()?;
+    let exe = target_dir(repo).join("release").join("stallscope");
+    if !exe.is_file() {
+        bail!(
+            "the release build finished but {} is not there",
+            exe.display()
+        );
+    }
+    Ok(exe)
+}
+
+/// `stallscope run SUITE --device cpu --out OUT` with this checkout's peers harness, into a
+/// fresh OUT; returns the bundle read back.
+pub(crate) fn run_suite(repo: &Path, exe: &Path, suite: &Path, out: &Path) -> Result<Bundle> {
+    if out.exists() {
+        std::fs::remove_dir_all(out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    Cmd::new(exe)
+        .env("STALLSCOPE_HARNESS_DIR", repo.join("python"))
+        .arg("run")
+        .arg(suite)
+        .args(["--device", "cpu", "--out"])
+        .arg(out)
+        .run()?;
+    let path = out.join("bundle.json");
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    read_bundle(&bytes).with_context(|| format!("reading {}", path.display()))
+}
+
+pub(crate) fn run(repo: &Path) -> Result<()> {
+    let exe = release_runner(repo)?;
+    let out = target_dir(repo).join("bench").join("loader-peers");
+    let bundle = run_suite(repo, &exe, &repo.join(SUITE), &out)?;
+    let rows = best_per_engine(&bundle)?;
+    println!("{}", render(&rows));
+    std::fs::copy(out.join("bundle.json"), repo.join(KEPT))
+        .with_context(|| format!("copying the bundle to {KEPT}"))?;
+    println!(
+        "bundle: {} (kept as {KEPT})",
+        out.join("bundle.json").display()
+    );
+    Ok(())
+}
+
+/// One engine's best configuration by median whole-run steady samples/s.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Best {
+    pub(crate) engine: Engine,
+    /// `None` when no configuration of the engine has a steady whole-run figure.
+    pub(crate) best: Option<BestConfig>,
+}
+
+#[derive(Debug, PartialEq)]
+pub(crate) struct BestConfig {
+    pub(crate) label: String,
+    pub(crate) median: f64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+    pub(crate) runs: usize,
+    /// The largest `memory.host_peak_rss_bytes` of the configuration's runs (both modes).
+    pub(crate) peak_rss: Option<u64>,
+}
+
+fn best_config(c: &Configuration) -> Option<BestConfig> {
+    let key = MetricKey::new(Metric::SamplesPerS, TimingMode::WholeRun, Phase::Steady);
+    let s = metric_summary(c, &key)?;
+    Some(BestConfig {
+        label: c.label.clone(),
+        median: s.median,
+        min: s.min,
+        max: s.max,
+        runs: s.n,
+        peak_rss: c
+            .runs
+            .iter()
+            .filter_map(|r| r.memory.as_ref()?.host_peak_rss_bytes)
+            .max(),
+    })
+}
+
+/// Per engine (native, pytorch, spdl) the best configuration of the bundle's loader experiment.
+pub(crate) fn best_per_engine(bundle: &Bundle) -> Result<Vec<Best>> {
+    let Some(e) = bundle.experiments.first() else {
+        bail!("the bundle has no experiment");
+    };
+    Ok(ENGINES
+        .into_iter()
+        .map(|engine| {
+            let best = e
+                .configurations
+                .iter()
+                .filter(|c| *c.engine_or_native() == engine)
+                .filter_map(best_config)
+                .max_by(|a, b| a.median.total_cmp(&b.median));
+            Best { engine, best }
+        })
+        .collect())
+}
+
+fn rate(v: f64) -> String {
+    group_thousands(&format!("{v:.0}"))
+}
+
+/// The summary table (under 100 columns) and the two ratios.
+pub(crate) fn render(rows: &[Best]) -> String {
+    let mut s = String::from(
+        "loader-peers: best configuration per engine, images/s (whole-run, steady; median of the\n\
+         repeats, [min–max]); peak host RSS = max of the runs' host_peak_rss_bytes\n\n",
+    );
+    s += &format!(
+        "  {:<8} {:<30} {:>9} {:>19} {:>14}\n",
+        "engine", "best configuration", "images/s", "[min–max]", "peak host RSS"
+    );
+    s += &format!("  {}\n", "-".repeat(84));
+    for r in rows {
+        match &r.best {
+            Some(b) => {
+                s += &format!(
+                    "  {:<8} {:<30} {:>9} {:>19} {:>14}\n",
+                    r.engine.as_str(),
+                    truncate(&b.label, 30),
+                    rate(b.median),
+                    format!("[{}–{}] n={}", rate(b.min), rate(b.max), b.runs),
+                    b.peak_rss.map_or("—".into(), |v| show_bytes(v as f64)),
+                );
+            }
+            None => {
+                s += &format!(
+                    "  {:<8} no configuration with a whole-run steady figure (see the report)\n",
+                    r.engine.as_str()
+                );
+            }
+        }
+    }
+    let median = |e: &Engine| {
+        rows.iter()
+            .find(|r| r.engine == *e)
+            .and_then(|r| r.best.as_ref())
+            .map(|b| b.median)
+    };
+    let ratio = |other: &Engine| match (median(&Engine::Native), median(other)) {
+        (Some(n), Some(o)) if o > 0.0 => show_ratio(n / o),
+        _ => "—".into(),
+    };
+    s += &format!(
+        "\n  native ÷ pytorch: {}    native ÷ spdl: {}    (of the best medians)\n",
+        ratio(&Engine::Pytorch),
+        ratio(&Engine::Spdl)
+    );
+    s += "  RSS is the process that ran the loop (runner or Python harness); worker processes'\n  \
+          own memory is not in it, so PyTorch's and native process workers' memory is missing.";
+    s
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundle() -> Bundle {
+        let path = crate::repo_root().join("fixtures/published/spdl-paper.json");
+        read_bundle(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_best_of_each_engine_is_its_highest_median() {
+        // The published bundle has only cold runs: no steady figure for any engine.
+        let rows = best_per_engine(&bundle()).unwrap();
+        assert_eq!(rows.len(), 3);
+        assert!(rows.iter().all(|r| r.best.is_none()));
+        let mut b = bundle();
+        for c in &mut b.experiments[0].configurations {
+            for r in &mut c.runs {
+                r.phase = Phase::Steady;
+            }
+        }
+        let rows = best_per_engine(&b).unwrap();
+        assert!(rows[0].best.is_none(), "no native configuration");
+        assert_eq!(rows[1].best.as_ref().unwrap().median, 446.48);
+        assert_eq!(rows[2].best.as_ref().unwrap().median, 1763.82);
+        let text = render(&rows);
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+        assert!(text.contains("native ÷ pytorch: —"), "{text}");
+    }
+}
