@@ -196,14 +196,14 @@ pub(crate) fn label(p: Point, lp: &LoaderPlan, pin_note: Option<&str>) -> String
             if p.persistent {
                 "persistent"
             } else {
-                "restarted each epoch"
+                "restarted"
             }
             .into(),
         );
     }
     if lp.pinned.len() > 1 && p.engine != EngineName::Spdl {
         parts.push(match (p.pinned, pin_note) {
-            (true, Some(_)) => "pinned asked (skipped)".into(),
+            (true, Some(_)) => "pin skipped".into(),
             (true, None) => "pinned".into(),
             (false, _) => "pageable".into(),
         });
