@@ -227,11 +227,13 @@ pub fn loader_only_epoch(
     {
         let mut it = feed.start_epoch(slot.epoch)?;
         iterator_creation_s = started.elapsed().as_secs_f64();
+        // Whole-run epochs read no clock inside the loop.
+        let diagnostic = slot.mode == TimingMode::Diagnostic;
         loop {
-            let t0 = Instant::now();
+            let t0 = diagnostic.then(Instant::now);
             let Some(batch) = it.next_batch() else { break };
             let batch = batch?;
-            if slot.mode == TimingMode::Diagnostic {
+            if let Some(t0) = t0 {
                 series.next_wait_ns.push(t0.elapsed().as_nanos() as u64);
                 series.transfer_ns.push(0);
                 series.compute_ns.push(0);

@@ -1,8 +1,9 @@
 //! `cargo xtask bench compute-peers`: the seeds/003 CNN's train step in tch (the runner's
 //! `compute` experiment) against the same step in Python PyTorch (python/tools/compute_step.py),
 //! batches 32 and 256, the same torch thread count, the two sides interleaved round by round.
-use crate::bench_peers::{release_runner, run_suite};
+use crate::bench_peers::run_suite;
 use crate::cmd::Cmd;
+use crate::demo::release_runner;
 use crate::demo::target_dir;
 use crate::peers;
 use anyhow::{Context, Result, bail};
@@ -100,7 +101,7 @@ fn median_ns(ns: &[u64]) -> f64 {
 }
 
 pub(crate) fn run(repo: &Path) -> Result<()> {
-    let exe = release_runner(repo)?;
+    let exe = release_runner(repo, None)?;
     let python = peers_python()?;
     let dir = target_dir(repo).join("bench").join("compute-peers");
     std::fs::create_dir_all(&dir)?;

@@ -1,41 +1,18 @@
 //! `cargo xtask bench loader-peers`: the native loader against PyTorch's DataLoader and SPDL on
 //! the JPEG pipeline of `fixtures/bench/loader-peers.toml`, in one release run whose repeats
 //! interleave the engines; prints each engine's best configuration and the ratios.
-use crate::cmd::{Cmd, cargo};
-use crate::demo::target_dir;
+use crate::cmd::Cmd;
+use crate::demo::{release_runner, target_dir};
 use anyhow::{Context, Result, bail};
 use stallscope_bundle::analysis::{
     Metric, MetricKey, group_thousands, metric_summary, show_bytes, show_ratio,
 };
 use stallscope_bundle::{Bundle, Configuration, Engine, Phase, TimingMode, read_bundle};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const SUITE: &str = "fixtures/bench/loader-peers.toml";
 const KEPT: &str = "fixtures/bench/loader-peers.json";
 const ENGINES: [Engine; 3] = [Engine::Native, Engine::Pytorch, Engine::Spdl];
-
-/// `cargo build --release -p stallscope -p stallscope-loader` (the runner and the process
-/// workers' program, without the viewer); returns the runner's path.
-pub(crate) fn release_runner(repo: &Path) -> Result<PathBuf> {
-    cargo()
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "stallscope",
-            "-p",
-            "stallscope-loader",
-        ])
-        .run()?;
-    let exe = target_dir(repo).join("release").join("stallscope");
-    if !exe.is_file() {
-        bail!(
-            "the release build finished but {} is not there",
-            exe.display()
-        );
-    }
-    Ok(exe)
-}
 
 /// `stallscope run SUITE --device cpu --out OUT` with this checkout's peers harness, into a
 /// fresh OUT; returns the bundle read back.
@@ -56,7 +33,7 @@ pub(crate) fn run_suite(repo: &Path, exe: &Path, suite: &Path, out: &Path) -> Re
 }
 
 pub(crate) fn run(repo: &Path) -> Result<()> {
-    let exe = release_runner(repo)?;
+    let exe = release_runner(repo, None)?;
     let out = target_dir(repo).join("bench").join("loader-peers");
     let bundle = run_suite(repo, &exe, &repo.join(SUITE), &out)?;
     let rows = best_per_engine(&bundle)?;

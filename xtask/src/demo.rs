@@ -94,8 +94,20 @@ pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
 /// embedded (so `stallscope site` works); returns the runner's path.
 pub(crate) fn build_release(repo: &Path) -> Result<PathBuf> {
     let dist = web::build_dist(repo)?;
-    cargo()
-        .env("STALLSCOPE_WEB_DIST", &dist)
+    let exe = release_runner(repo, Some(&dist))?;
+    println!("build: {}", exe.display());
+    Ok(exe)
+}
+
+/// `cargo build --release -p stallscope -p stallscope-loader` (the runner and the process
+/// workers' program), embedding the viewer from `web_dist` when given; returns the
+/// runner's path.
+pub(crate) fn release_runner(repo: &Path, web_dist: Option<&Path>) -> Result<PathBuf> {
+    let mut build = cargo();
+    if let Some(dist) = web_dist {
+        build = build.env("STALLSCOPE_WEB_DIST", dist);
+    }
+    build
         .args([
             "build",
             "--release",
@@ -112,7 +124,6 @@ pub(crate) fn build_release(repo: &Path) -> Result<PathBuf> {
             exe.display()
         );
     }
-    println!("build: {}", exe.display());
     Ok(exe)
 }
 

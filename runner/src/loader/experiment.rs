@@ -56,8 +56,9 @@ pub(super) struct Common {
     /// Trainable parameters of the model (none with `model = "none"`):
     /// every engine must build the same.
     pub(super) parameters: Option<u64>,
-    /// The tensor source written to files for the peer engines (once).
-    pub(super) peer_files: std::sync::OnceLock<Result<super::peer::PeerFiles, String>>,
+    /// The peers' view of the source, built once (tensor files written,
+    /// image folder listed).
+    pub(super) peer_source: std::sync::OnceLock<Result<super::peer::PeerSource, String>>,
     pub(super) samples: usize,
     pub(super) sample_dims: Vec<usize>,
     pub(super) shuffle_seed: u64,
@@ -247,7 +248,7 @@ impl Common {
             spec,
             data_source,
             parameters,
-            peer_files: std::sync::OnceLock::new(),
+            peer_source: std::sync::OnceLock::new(),
             weights_seed: rc.seeds.weights,
             shuffle_seed: rc.seeds.shuffle,
             cuda,

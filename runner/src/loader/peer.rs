@@ -68,34 +68,45 @@ fn write_tensor_files(common: &Common, spec: &SourceSpec) -> Result<PeerFiles, S
     Ok(files)
 }
 
-/// The request's `source`.
-fn source_json(common: &Common) -> Result<serde_json::Value, UnitError> {
-    let failed = |m: String| UnitError::Failed(m);
+/// The request's `source`, built once per experiment (the tensor files
+/// written, the image folder listed) and shared by every peer unit.
+pub(crate) struct PeerSource {
+    json: serde_json::Value,
+    /// Removed when the experiment ends.
+    _files: Option<PeerFiles>,
+}
+
+fn peer_source(common: &Common) -> Result<PeerSource, String> {
     if let DataPlan::Python {
         factory,
         path,
         args,
     } = &common.plan.data
     {
-        return Ok(json!({
-            "kind": "python", "factory": factory,
-            "path": [path.display().to_string()], "args": args,
-        }));
+        return Ok(PeerSource {
+            json: json!({
+                "kind": "python", "factory": factory,
+                "path": [path.display().to_string()], "args": args,
+            }),
+            _files: None,
+        });
     }
-    let spec = common.native_spec()?;
-    Ok(match spec {
+    let spec = common
+        .spec
+        .as_ref()
+        .ok_or("a Python Dataset is read by the pytorch engine only")?;
+    let mut files = None;
+    let json = match spec {
         SourceSpec::Tensor {
             samples, features, ..
         } => {
-            let files = common
-                .peer_files
-                .get_or_init(|| write_tensor_files(common, spec))
-                .as_ref()
-                .map_err(|e| failed(e.clone()))?;
-            json!({
-                "kind": "tensor", "inputs": files.inputs, "labels": files.labels,
+            let f = write_tensor_files(common, spec)?;
+            let json = json!({
+                "kind": "tensor", "inputs": f.inputs, "labels": f.labels,
                 "samples": samples, "features": features,
-            })
+            });
+            files = Some(f);
+            json
         }
         SourceSpec::Synthetic {
             samples,
@@ -114,8 +125,7 @@ fn source_json(common: &Common) -> Result<serde_json::Value, UnitError> {
             "samples": samples,
         }),
         SourceSpec::Images(img) => {
-            let src =
-                super::images::ImageDirSource::open(img).map_err(|e| failed(e.to_string()))?;
+            let src = super::images::ImageDirSource::open(img).map_err(|e| e.to_string())?;
             let files: Vec<serde_json::Value> = src
                 .files()
                 .iter()
@@ -126,6 +136,10 @@ fn source_json(common: &Common) -> Result<serde_json::Value, UnitError> {
                 "random_crop": img.random_crop, "flip": img.flip,
             })
         }
+    };
+    Ok(PeerSource {
+        json,
+        _files: files,
     })
 }
 
@@ -156,7 +170,13 @@ pub(super) fn run_unit(
         weights_seed: common.weights_seed,
         model: peers::model_json(lp.model, lp.loader_only),
         optimizer: peers::optimizer_json(lp.model),
-        source: source_json(common)?,
+        source: common
+            .peer_source
+            .get_or_init(|| peer_source(common))
+            .as_ref()
+            .map_err(|e| UnitError::Failed(e.clone()))?
+            .json
+            .clone(),
         loader: LoaderRequest {
             batch_size: lp.batch_size,
             workers: p.workers,

@@ -369,16 +369,6 @@ pub(super) fn parse(
                 raw.pinned.as_ref().map(|v| v.span()),
             ),
             (
-                "engines",
-                plan.engines.len(),
-                raw.engines.as_ref().map(|v| v.span()),
-            ),
-            (
-                "contexts",
-                plan.contexts.len(),
-                raw.contexts.as_ref().map(|v| v.span()),
-            ),
-            (
                 "prefetch_to_device",
                 plan.prefetch_to_device.len(),
                 raw.prefetch_to_device.as_ref().map(|v| v.span()),
