@@ -112,13 +112,7 @@ fn main() {
         quality: 90,
     };
     let dir = ensure_image_set(&default_cache_root(), &set).expect("image set");
-    let spec = SourceSpec::Images(ImageSpec {
-        dir: dir.clone(),
-        resize: 128,
-        crop: CROP,
-        random_crop: true,
-        flip: true,
-    });
+    let spec = SourceSpec::Images(ImageSpec::new(dir.clone(), 128, CROP));
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
         "native loader on {images} JPEGs of 500×375 ({}), resize 128, random crop {CROP}, flip, normalise, batch {BATCH}",

@@ -36,6 +36,27 @@ pub enum Command {
     Site(SiteArgs),
     /// Serve a directory (an exported site) on 127.0.0.1.
     Serve(ServeArgs),
+    /// The bare per-image function of a suite's image experiment on one thread (for benches).
+    #[command(hide = true)]
+    BareImages(BareImagesArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BareImagesArgs {
+    /// The suite (TOML) whose loader experiment reads images.
+    pub suite: PathBuf,
+    /// The experiment's id (default: the first with an image source).
+    #[arg(long)]
+    pub experiment: Option<String>,
+    /// Passes over the images: alternately without and with the stage clocks.
+    #[arg(long, default_value_t = 4)]
+    pub passes: u32,
+    /// Override the suite's decoder: auto, libjpeg-turbo or zune-jpeg.
+    #[arg(long)]
+    pub decoder: Option<String>,
+    /// Override the suite's scaled_decode.
+    #[arg(long)]
+    pub scaled_decode: Option<bool>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -193,6 +214,7 @@ pub fn main() -> ExitCode {
         Command::Trace(args) => commands::trace::run(&args),
         Command::Site(args) => commands::site::run(&args),
         Command::Serve(args) => commands::serve::run(&args),
+        Command::BareImages(args) => commands::bare::run(&args),
     };
     match result {
         Ok(code) => code,

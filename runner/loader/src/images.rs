@@ -1,14 +1,14 @@
 //! The image source: a directory of JPEG/PNG files (labels from class
-//! sub-folders), decoded with `image` (zune-jpeg inside), resized with
-//! `fast_image_resize` (SIMD), randomly cropped and flipped, normalised, CHW.
+//! sub-folders), each read, then decoded, resized, cropped, flipped and
+//! normalised to CHW by [`super::pipeline`].
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use fast_image_resize::images::Image;
-use fast_image_resize::{PixelType, ResizeAlg, ResizeOptions, Resizer};
 use serde::{Deserialize, Serialize};
 
+use super::jpeg::Turbo;
+use super::pipeline::{self, Failed, JpegDecoder};
 use super::rng::Rng;
 use super::source::{SampleError, Source, SourceOpenError};
 use super::stats::{Stage, StageTimes};
@@ -30,6 +30,30 @@ pub struct ImageSpec {
     /// Mirror horizontally with probability ½.
     #[serde(default = "yes")]
     pub flip: bool,
+    /// The JPEG decoder (libjpeg-turbo when present, by default).
+    #[serde(default)]
+    pub decoder: JpegDecoder,
+    /// With libjpeg-turbo, decode at the smallest m/8 scale whose shorter
+    /// side is still at least `resize` (the pixels differ slightly from a
+    /// full decode followed by the same resize).
+    #[serde(default = "yes")]
+    pub scaled_decode: bool,
+}
+
+impl ImageSpec {
+    /// A spec with the default pipeline: random crop and flip, libjpeg-turbo
+    /// where present, scaled decode.
+    pub fn new(dir: PathBuf, resize: u32, crop: u32) -> Self {
+        ImageSpec {
+            dir,
+            resize,
+            crop,
+            random_crop: true,
+            flip: true,
+            decoder: JpegDecoder::Auto,
+            scaled_decode: true,
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -40,6 +64,7 @@ fn yes() -> bool {
 pub struct ImageDirSource {
     spec: ImageSpec,
     files: Vec<(PathBuf, i64)>,
+    turbo: Option<&'static Turbo>,
 }
 
 fn is_image(path: &Path) -> bool {
@@ -100,9 +125,11 @@ impl ImageDirSource {
                 "no .jpg/.jpeg/.png files (expected images, or class sub-folders of images)".into(),
             ));
         }
+        let turbo = pipeline::resolve(spec.decoder).map_err(err)?;
         Ok(ImageDirSource {
             spec: spec.clone(),
             files,
+            turbo,
         })
     }
 
@@ -114,6 +141,39 @@ impl ImageDirSource {
     /// are given, so they read the same files as the same samples).
     pub fn files(&self) -> &[(PathBuf, i64)] {
         &self.files
+    }
+
+    /// The decoder and scale this source uses, in words (from the first file).
+    pub fn describe(&self) -> String {
+        let first = std::fs::read(&self.files[0].0).ok();
+        pipeline::describe(&self.spec, first.as_deref())
+            .unwrap_or_else(|e| format!("decoder not available: {e}"))
+    }
+}
+
+impl ImageDirSource {
+    /// [`Source::load`] without the stage clocks (the bare per-image
+    /// function the bench measures the loader against).
+    pub fn load_untimed(
+        &self,
+        index: u64,
+        rng: &mut Rng,
+        out: &mut [f32],
+    ) -> Result<i64, SampleError> {
+        let (path, label) = &self.files[index as usize];
+        let bad = |stage: Stage, message: String| SampleError {
+            index,
+            path: Some(path.display().to_string()),
+            message,
+            stage,
+        };
+        let bytes =
+            std::fs::read(path).map_err(|e| bad(Stage::Read, format!("cannot read: {e}")))?;
+        match pipeline::run(&self.spec, self.turbo, &bytes, rng, out, &mut || {}) {
+            Ok(()) => Ok(*label),
+            Err(Failed::Decode(m)) => Err(bad(Stage::Decode, m)),
+            Err(Failed::Transform(m)) => Err(bad(Stage::Transform, m)),
+        }
     }
 }
 
@@ -149,71 +209,27 @@ impl Source for ImageDirSource {
         };
         times.add(Stage::Read, start.elapsed());
         let start = Instant::now();
-        let decoded = match image::load_from_memory(&bytes) {
-            Ok(img) => img.into_rgb8(),
-            Err(e) => {
-                times.fail(Stage::Decode, start.elapsed());
-                return Err(bad(Stage::Decode, format!("cannot decode: {e}")));
+        let mut decode_end = None;
+        let result = pipeline::run(&self.spec, self.turbo, &bytes, rng, out, &mut || {
+            decode_end = Some(Instant::now())
+        });
+        let end = Instant::now();
+        let split = decode_end.unwrap_or(end);
+        match result {
+            Ok(()) => {
+                times.add(Stage::Decode, split - start);
+                times.add(Stage::Transform, end - split);
+                Ok(*label)
             }
-        };
-        times.add(Stage::Decode, start.elapsed());
-        let start = Instant::now();
-        transform(&self.spec, decoded, rng, out).map_err(|m| bad(Stage::Transform, m))?;
-        times.add(Stage::Transform, start.elapsed());
-        Ok(*label)
-    }
-}
-
-/// Resize the shorter side, crop, flip, normalise into CHW `out`.
-fn transform(
-    spec: &ImageSpec,
-    img: image::RgbImage,
-    rng: &mut Rng,
-    out: &mut [f32],
-) -> Result<(), String> {
-    let (w, h) = img.dimensions();
-    if w == 0 || h == 0 {
-        return Err("the image has no pixels".into());
-    }
-    let short = w.min(h) as f64;
-    let scale = spec.resize as f64 / short;
-    let nw = ((w as f64 * scale).round() as u32).max(spec.resize);
-    let nh = ((h as f64 * scale).round() as u32).max(spec.resize);
-    let src =
-        Image::from_vec_u8(w, h, img.into_raw(), PixelType::U8x3).map_err(|e| e.to_string())?;
-    let mut dst = Image::new(nw, nh, PixelType::U8x3);
-    Resizer::new()
-        .resize(
-            &src,
-            &mut dst,
-            &ResizeOptions::new().resize_alg(ResizeAlg::Convolution(
-                fast_image_resize::FilterType::Bilinear,
-            )),
-        )
-        .map_err(|e| e.to_string())?;
-    let c = spec.crop;
-    let (x0, y0) = if spec.random_crop {
-        (
-            rng.below((nw - c + 1) as u64) as u32,
-            rng.below((nh - c + 1) as u64) as u32,
-        )
-    } else {
-        ((nw - c) / 2, (nh - c) / 2)
-    };
-    let flip = spec.flip && rng.coin();
-    let pixels = dst.buffer();
-    let plane = (c * c) as usize;
-    for y in 0..c {
-        let row = ((y0 + y) * nw) as usize;
-        for x in 0..c {
-            let sx = if flip { x0 + c - 1 - x } else { x0 + x };
-            let p = (row + sx as usize) * 3;
-            let o = (y * c + x) as usize;
-            for ch in 0..3 {
-                out[ch * plane + o] =
-                    (pixels[p + ch] as f32 / 255.0 - IMAGENET_MEAN[ch]) / IMAGENET_STD[ch];
+            Err(Failed::Decode(m)) => {
+                times.fail(Stage::Decode, end - start);
+                Err(bad(Stage::Decode, m))
+            }
+            Err(Failed::Transform(m)) => {
+                times.add(Stage::Decode, split - start);
+                times.fail(Stage::Transform, end - split);
+                Err(bad(Stage::Transform, m))
             }
         }
     }
-    Ok(())
 }

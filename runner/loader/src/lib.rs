@@ -4,11 +4,14 @@
 //! and knows no device: no libtorch, tch or wgpu. The engines turn batches
 //! into tensors or buffers at their edge.
 
+pub mod bare;
 mod batch;
 mod engine;
 pub mod generate;
 pub mod idx;
 pub mod images;
+pub mod jpeg;
+pub mod pipeline;
 mod process;
 pub mod rng;
 mod sampler;
@@ -25,6 +28,7 @@ use serde::{Deserialize, Serialize};
 pub use batch::{Batch, OnBadSample, Task, full_batch_bytes};
 pub use engine::{Loader, LoaderEpoch};
 pub use images::ImageSpec;
+pub use pipeline::JpegDecoder;
 pub use process::{
     PARENT_ENV, WORKER_PROGRAM, WORKER_PROGRAM_ENV, beside_running_program, worker_program,
 };

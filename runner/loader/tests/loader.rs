@@ -306,13 +306,7 @@ fn image_set(tag: &str) -> PathBuf {
 }
 
 fn image_spec(dir: &Path) -> SourceSpec {
-    SourceSpec::Images(ImageSpec {
-        dir: dir.to_path_buf(),
-        resize: 32,
-        crop: 24,
-        random_crop: true,
-        flip: true,
-    })
+    SourceSpec::Images(ImageSpec::new(dir.to_path_buf(), 32, 24))
 }
 
 #[test]

@@ -1,4 +1,5 @@
 //! One module per subcommand.
+pub mod bare;
 pub mod compare;
 pub mod env;
 pub mod report;

@@ -8,6 +8,7 @@ pub mod experiment;
 mod native_feed;
 mod peer;
 pub(crate) mod points;
+pub(crate) mod source_plan;
 mod stall;
 
 pub use native_feed::{NativeFeed, Pinning, feed_error};

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::located::{Located, SuiteError};
 use super::plan::{DataPlan, EngineName, ExperimentSpec, LoaderPlan, MpContext};
 use super::raw::RawLoader;
-use crate::loader::{OnBadSample, WorkerKind};
+use crate::loader::{JpegDecoder, OnBadSample, WorkerKind};
 use crate::models::ModelSpec;
 
 /// The engines a suite may name.
@@ -160,6 +160,24 @@ pub(super) fn parse(
                 resize,
                 flip: raw.flip.unwrap_or(true),
                 random_crop: raw.random_crop.unwrap_or(true),
+                decoder: match &raw.decoder {
+                    None => JpegDecoder::Auto,
+                    Some(v) => match v.get_ref().as_str() {
+                        "auto" => JpegDecoder::Auto,
+                        "libjpeg-turbo" => JpegDecoder::LibjpegTurbo,
+                        "zune-jpeg" => JpegDecoder::ZuneJpeg,
+                        other => {
+                            return Err(cx.err(
+                                v.span(),
+                                &at("decoder"),
+                                format!(
+                                    "{other:?}; expected \"auto\", \"libjpeg-turbo\" or \"zune-jpeg\""
+                                ),
+                            ));
+                        }
+                    },
+                },
+                scaled_decode: raw.scaled_decode.unwrap_or(true),
             }
         }
         (s @ ("tensor" | "synthetic" | "images" | "fashionmnist"), m) => {
@@ -184,6 +202,18 @@ pub(super) fn parse(
             &at("samples"),
             "given with source = \"python\"; the Dataset's own length is the sample count (return a torch.utils.data.Subset to use fewer)",
         ));
+    }
+    for (key, present) in [
+        ("decoder", raw.decoder.is_some()),
+        ("scaled_decode", raw.scaled_decode.is_some()),
+    ] {
+        if present && source != "images" {
+            return Err(cx.err(
+                source_span.clone(),
+                &at(key),
+                format!("given with source = {source:?}; it belongs to source = \"images\""),
+            ));
+        }
     }
     for (key, present) in [
         ("factory", raw.factory.is_some()),

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::loader::{OnBadSample, WorkerKind};
+use crate::loader::{JpegDecoder, OnBadSample, WorkerKind};
 use crate::models::ModelSpec;
 
 /// A validated suite: what `stallscope run` executes.
@@ -113,6 +113,8 @@ pub enum DataPlan {
         resize: u32,
         flip: bool,
         random_crop: bool,
+        decoder: JpegDecoder,
+        scaled_decode: bool,
     },
     /// FashionMNIST IDX files from `dir` (else `--data-dir`, else a
     /// generated stand-in of the same shape written as IDX files).

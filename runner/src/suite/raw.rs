@@ -73,6 +73,9 @@ pub(crate) struct RawLoader {
     pub(crate) resize: Option<Spanned<i64>>,
     pub(crate) flip: Option<bool>,
     pub(crate) random_crop: Option<bool>,
+    /// `auto`, `libjpeg-turbo` or `zune-jpeg`.
+    pub(crate) decoder: Option<Spanned<String>>,
+    pub(crate) scaled_decode: Option<bool>,
     pub(crate) batch_size: Option<Spanned<i64>>,
     pub(crate) workers: Option<Spanned<Vec<i64>>>,
     pub(crate) worker_kinds: Option<Spanned<Vec<String>>>,

@@ -1,0 +1,73 @@
+//! `stallscope bare-images SUITE` (hidden; `cargo xtask bench loader-peers`
+//! runs it): the bare per-image function of the suite's image experiment in
+//! a plain loop on one thread, printed as JSON, so the bench can set the
+//! loader against cores × this rate.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use serde_json::json;
+
+use crate::cli::BareImagesArgs;
+use crate::loader::images::ImageDirSource;
+use crate::loader::{SourceSpec, bare};
+use crate::suite::{ExperimentSpec, load};
+
+pub fn run(args: &BareImagesArgs) -> anyhow::Result<ExitCode> {
+    let plan = load(Some(&args.suite), None, false)?;
+    let seeds = crate::engine::seeds(&plan);
+    let mut chosen = None;
+    for e in &plan.experiments {
+        if args.experiment.as_ref().is_some_and(|id| *id != e.id) {
+            continue;
+        }
+        if let ExperimentSpec::Loader(lp) = &e.spec {
+            let (spec, what) = crate::loader::source_plan::source_spec(lp, seeds.data, None)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            if let Some(SourceSpec::Images(img)) = spec {
+                chosen = Some((e.id.clone(), img, what));
+                break;
+            }
+        }
+    }
+    let Some((id, mut img, what)) = chosen else {
+        bail!(
+            "{}: no loader experiment{} reads images",
+            args.suite.display(),
+            args.experiment
+                .as_ref()
+                .map_or(String::new(), |id| format!(" with id {id:?}"))
+        );
+    };
+    if let Some(d) = &args.decoder {
+        img.decoder = serde_json::from_value(json!(d)).with_context(|| {
+            format!("--decoder {d:?}: expected auto, libjpeg-turbo or zune-jpeg")
+        })?;
+    }
+    if let Some(s) = args.scaled_decode {
+        img.scaled_decode = s;
+    }
+    let source = ImageDirSource::open(&img)?;
+    let mut passes = Vec::new();
+    for p in 0..args.passes.max(2) {
+        passes.push(bare::pass(&source, p % 2 == 1, seeds.shuffle)?);
+    }
+    let rates = |timed: bool| -> Vec<f64> {
+        passes
+            .iter()
+            .filter(|p| p.timed == timed)
+            .map(|p| p.images_per_s)
+            .collect()
+    };
+    let out = json!({
+        "experiment": id,
+        "source": what,
+        "pipeline": source.describe(),
+        "images": source.files().len(),
+        "passes": passes,
+        "untimed_images_per_s": rates(false),
+        "timed_images_per_s": rates(true),
+    });
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(ExitCode::SUCCESS)
+}
