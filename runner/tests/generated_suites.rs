@@ -51,6 +51,13 @@ fn loader_table(rng: &mut Rng, out: &mut String, stall: bool, source: &str) {
         "images" => {
             writeln!(out, "image_width = 20\nimage_height = 15\nresize = 18").unwrap();
             writeln!(out, "flip = {}\nrandom_crop = {}", rng.coin(), rng.coin()).unwrap();
+            let decoder = pick(rng, &["auto", "libjpeg-turbo", "zune-jpeg"]);
+            writeln!(
+                out,
+                "decoder = \"{decoder}\"\nscaled_decode = {}",
+                rng.coin()
+            )
+            .unwrap();
         }
         _ => {}
     }
@@ -66,7 +73,12 @@ fn loader_table(rng: &mut Rng, out: &mut String, stall: bool, source: &str) {
         writeln!(out, "persistent = [{}]", rng.coin()).unwrap();
         writeln!(out, "pinned = [{}]", rng.coin()).unwrap();
     } else {
-        writeln!(out, "workers = {}", subset(rng, &[0, 1, 2])).unwrap();
+        writeln!(
+            out,
+            "workers = {}",
+            subset(rng, &["0", "1", "2", "\"auto\""])
+        )
+        .unwrap();
         writeln!(
             out,
             "worker_kinds = {}",

@@ -1,11 +1,11 @@
 //! `cargo xtask bench NAME` and `cargo xtask schema`: dispatch to the benches and the schema test.
 use crate::cmd::cargo;
-use crate::{bench_compute, bench_peers, web};
+use crate::{bench_compute, bench_image_cnn, bench_peers, web};
 use anyhow::{Result, bail};
 use std::path::Path;
 
 /// Benchmarks by name and what each measures.
-pub(crate) const BENCHES: [(&str, &str); 6] = [
+pub(crate) const BENCHES: [(&str, &str); 7] = [
     (
         "overhead",
         "the runner's own timing overhead (cargo bench -p stallscope --bench overhead)",
@@ -20,11 +20,15 @@ pub(crate) const BENCHES: [(&str, &str); 6] = [
     ),
     (
         "loader-peers",
-        "the native loader vs PyTorch's DataLoader vs SPDL, JPEG pipeline (fixtures/bench)",
+        "native loader vs DataLoader vs SPDL vs cores × bare per-image rate, JPEG (fixtures/bench)",
     ),
     (
         "compute-peers",
         "the seeds/003 CNN train step in tch vs Python PyTorch, batches 32 and 256",
+    ),
+    (
+        "image-cnn",
+        "image pipeline into the image CNN, whole run: this build vs a baseline (--baseline BIN)",
     ),
     ("viewer", "the viewer in a real browser"),
 ];
@@ -49,6 +53,7 @@ pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
         }
         "loader-peers" => bench_peers::run(repo),
         "compute-peers" => bench_compute::run(repo),
+        "image-cnn" => bench_image_cnn::run(repo, &args[1..]),
         "viewer" => web::bench(),
         other => bail!(
             "unknown benchmark `{other}`; the benchmarks are: {}",

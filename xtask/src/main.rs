@@ -1,6 +1,7 @@
 //! `cargo xtask <task>`: setup, test, build, demo, bench, schema.
 mod bench;
 mod bench_compute;
+mod bench_image_cnn;
 mod bench_peers;
 mod cmd;
 mod demo;
@@ -25,9 +26,10 @@ const USAGE: &str = "usage: cargo xtask <task>
   demo [--no-serve] [RUN ARGS...]
                       build (as `build`), `stallscope run --preset quickstart --device auto --out out/demo RUN ARGS`,
                       export the site to out/demo/site and serve it (until Ctrl-C)
-  bench NAME          run a benchmark: overhead, loader, workers, loader-peers, compute-peers or viewer;
-                      loader-peers and compute-peers build the release runner and compare it with the
-                      peer engines (PyTorch, SPDL) on the CPU, keeping their results in fixtures/bench
+  bench NAME          run a benchmark: overhead, loader, workers, loader-peers, compute-peers,
+                      image-cnn or viewer; loader-peers and compute-peers build the release runner
+                      and compare it with the peer engines (PyTorch, SPDL) on the CPU, keeping their
+                      results in fixtures/bench; image-cnn sets it against a baseline (--baseline)
   schema              regenerate fixtures/schema/bundle.schema.json from the bundle types";
 
 fn main() -> ExitCode {

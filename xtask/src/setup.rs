@@ -9,7 +9,7 @@ use std::time::Instant;
 pub(crate) const WASM_BINDGEN_VERSION: &str = "0.2.130";
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 /// Debian packages and why each is needed.
-const DEBIAN_PACKAGES: [(&str, &str); 5] = [
+const DEBIAN_PACKAGES: [(&str, &str); 6] = [
     ("chromium", "the viewer's browser tests"),
     ("chromium-driver", "WebDriver for the browser tests"),
     (
@@ -18,6 +18,10 @@ const DEBIAN_PACKAGES: [(&str, &str); 5] = [
     ),
     ("binaryen", "wasm-opt for the viewer's release build"),
     ("g++", "torch-sys compiles its C++ wrapper of libtorch"),
+    (
+        "libturbojpeg0",
+        "libjpeg-turbo's TurboJPEG API: the native loader's JPEG decoder (loaded at run time)",
+    ),
 ];
 
 /// Runs every step; prints one line when there was nothing to do. With

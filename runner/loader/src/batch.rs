@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::pool::BufferPool;
 use super::rng::Rng;
 use super::source::{Fault, SampleError, Source};
 use super::stats::{Stage, StageTimes};
@@ -100,6 +101,8 @@ pub struct BatchBuilder<'a> {
     pub fault: Option<Fault>,
     pub host: Host,
     pub worker: Option<usize>,
+    /// Where the batch's input buffer comes from (reused memory).
+    pub buffers: &'a BufferPool,
 }
 
 impl BatchBuilder<'_> {
@@ -113,22 +116,24 @@ impl BatchBuilder<'_> {
         let dims = self.source.sample_dims();
         let per_sample: usize = dims.iter().product();
         let mut times = StageTimes::default();
-        let mut scratch = vec![0.0f32; per_sample];
-        let mut inputs = Vec::with_capacity(per_sample * task.indices.len());
+        // Each sample is loaded straight into its place in the batch: no
+        // per-sample copy; a bad sample's place is taken by the next one.
+        let mut inputs = self.buffers.take(per_sample * task.indices.len());
         let mut labels = Vec::with_capacity(task.indices.len());
         let mut sample_ids = Vec::with_capacity(task.indices.len());
         let mut bad = Vec::new();
         let mut collate = std::time::Duration::ZERO;
         for &index in &task.indices {
             progress.loading(Some(index));
+            let at = sample_ids.len() * per_sample;
+            let place = &mut inputs[at..at + per_sample];
             let loaded = catch_unwind(AssertUnwindSafe(|| {
                 self.inject_fault(index);
-                self.source.load(index, rng, &mut scratch, &mut times)
+                self.source.load(index, rng, place, &mut times)
             }));
             match loaded {
                 Ok(Ok(label)) => {
                     let start = Instant::now();
-                    inputs.extend_from_slice(&scratch);
                     labels.push(label);
                     sample_ids.push(index);
                     collate += start.elapsed();
@@ -137,6 +142,7 @@ impl BatchBuilder<'_> {
                     OnBadSample::Skip => bad.push(err),
                     OnBadSample::Fail => {
                         progress.loading(None);
+                        self.buffers.give(inputs);
                         return Err(BuildError {
                             sample: Some(index),
                             message: format!("bad sample (on_bad_sample = \"fail\"): {err}"),
@@ -145,6 +151,7 @@ impl BatchBuilder<'_> {
                 },
                 Err(panic) => {
                     progress.loading(None);
+                    self.buffers.give(inputs);
                     return Err(BuildError {
                         sample: Some(index),
                         message: format!("panicked: {}", panic_text(&*panic)),
@@ -152,6 +159,7 @@ impl BatchBuilder<'_> {
                 }
             }
         }
+        inputs.truncate(sample_ids.len() * per_sample);
         progress.loading(None);
         times.add(Stage::Collate, collate);
         Ok(Batch {

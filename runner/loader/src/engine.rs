@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use stallscope_bundle::{BadSample, LoaderStats};
 
 use super::batch::{Batch, BatchBuilder, Host, Task};
+use super::pool::BufferPool;
 use super::process::ProcessPool;
 use super::rng::{Rng, worker_seed};
 use super::sampler::epoch_batches;
@@ -44,6 +45,7 @@ pub struct Loader {
     source: Arc<dyn Source>,
     pool: Arc<Mutex<Option<Box<dyn Pool>>>>,
     last_stats: Arc<Mutex<Option<EpochStats>>>,
+    buffers: Arc<BufferPool>,
 }
 
 impl Loader {
@@ -60,11 +62,14 @@ impl Loader {
         let source: Arc<dyn Source> =
             Arc::from(open_source(&spec).map_err(|e| LoaderError::Source(e.to_string()))?);
         Ok(Loader {
-            config,
             spec,
             source,
             pool: Arc::new(Mutex::new(None)),
             last_stats: Arc::new(Mutex::new(None)),
+            // Every batch in flight (prefetch per worker, the one being
+            // consumed, the one the training step still holds), plus slack.
+            buffers: BufferPool::new(config.workers.max(1) * (config.prefetch + 1) + 3),
+            config,
         })
     }
 
@@ -76,6 +81,11 @@ impl Loader {
     }
     pub fn sample_dims(&self) -> Vec<usize> {
         self.source.sample_dims()
+    }
+    /// The pool batch inputs come from; hand them back here when done
+    /// (see [`Pooled`](crate::Pooled)).
+    pub fn buffers(&self) -> &Arc<BufferPool> {
+        &self.buffers
     }
 
     /// Start one epoch: (re)start workers when needed and return the
@@ -110,6 +120,7 @@ impl Loader {
         Ok(LoaderEpoch {
             config: self.config.clone(),
             source: Arc::clone(&self.source),
+            buffers: Arc::clone(&self.buffers),
             epoch,
             tasks,
             pool,
@@ -130,11 +141,14 @@ impl Loader {
 
     fn start_pool(&self) -> Result<Box<dyn Pool>, LoaderError> {
         Ok(match self.config.kind {
-            WorkerKind::Threads => Box::new(ThreadPool::start(&self.config, &self.source)),
+            WorkerKind::Threads => {
+                Box::new(ThreadPool::start(&self.config, &self.source, &self.buffers))
+            }
             WorkerKind::Processes => Box::new(ProcessPool::start(
                 &self.config,
                 &self.spec,
                 &self.source.sample_dims(),
+                &self.buffers,
             )?),
         })
     }
@@ -166,6 +180,7 @@ enum EpochState {
 pub struct LoaderEpoch {
     config: LoaderConfig,
     source: Arc<dyn Source>,
+    buffers: Arc<BufferPool>,
     epoch: u32,
     tasks: Vec<Task>,
     pool: Option<Box<dyn Pool>>,
@@ -240,6 +255,7 @@ impl LoaderEpoch {
             fault: self.config.fault,
             host: Host::Thread,
             worker: None,
+            buffers: &self.buffers,
         };
         let task = &self.tasks[self.delivered];
         let built = builder.build(task, &mut self.inline_rng, &());

@@ -198,6 +198,22 @@ impl Turbo {
         scale: bool,
         out: &mut Vec<u8>,
     ) -> Result<Decoded, String> {
+        let result = self.decode_with_handle(jpeg, min_short, scale, out);
+        if result.is_err() {
+            // After an error a TurboJPEG 2.1 handle keeps failing on good
+            // images ("Unsupported marker type"): start a fresh one.
+            HANDLE.with_borrow_mut(|slot| *slot = None);
+        }
+        result
+    }
+
+    fn decode_with_handle(
+        &self,
+        jpeg: &[u8],
+        min_short: u32,
+        scale: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<Decoded, String> {
         HANDLE.with_borrow_mut(|slot| {
             if slot.is_none() {
                 // SAFETY: no preconditions; null means failure.

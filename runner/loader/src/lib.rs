@@ -12,6 +12,7 @@ pub mod idx;
 pub mod images;
 pub mod jpeg;
 pub mod pipeline;
+pub mod pool;
 mod process;
 pub mod rng;
 mod sampler;
@@ -29,6 +30,7 @@ pub use batch::{Batch, OnBadSample, Task, full_batch_bytes};
 pub use engine::{Loader, LoaderEpoch};
 pub use images::ImageSpec;
 pub use pipeline::JpegDecoder;
+pub use pool::{BufferPool, Pooled};
 pub use process::{
     PARENT_ENV, WORKER_PROGRAM, WORKER_PROGRAM_ENV, beside_running_program, worker_program,
 };

@@ -177,12 +177,12 @@ pub fn run(
             resizer: Resizer::new(),
         });
         let is_jpeg = bytes.starts_with(&[0xFF, 0xD8]);
-        let (full, dims) = match turbo {
+        let (full, dims, scale) = match turbo {
             Some(t) if is_jpeg => {
                 let d = t
                     .decode(bytes, spec.resize, spec.scaled_decode, &mut s.rgb)
                     .map_err(|e| Failed::Decode(format!("cannot decode: {e}")))?;
-                (d.full, (d.width, d.height))
+                (d.full, (d.width, d.height), d.scale)
             }
             _ => {
                 let img = image::load_from_memory(bytes)
@@ -190,13 +190,25 @@ pub fn run(
                     .into_rgb8();
                 let dims = img.dimensions();
                 s.rgb = img.into_raw();
-                (dims, dims)
+                (dims, dims, (1, 1))
             }
         };
         decoded();
         let g = geometry(spec, full.0, full.1, rng).map_err(Failed::Transform)?;
         let c = spec.crop;
-        let (sx, sy) = (dims.0 as f64 / g.nw as f64, dims.1 as f64 / g.nh as f64);
+        // Decoded pixel i covers full-size pixels [i·d/n, (i+1)·d/n): map the
+        // crop through the scale n/d, not through the decoded size, which
+        // TJSCALED rounds up (500 at 3/8 is 188, not 187.5) and which would
+        // stretch the crop by up to a decoded pixel towards the far edge.
+        let f = scale.0 as f64 / scale.1 as f64;
+        let (sx, sy) = (
+            full.0 as f64 * f / g.nw as f64,
+            full.1 as f64 * f / g.nh as f64,
+        );
+        let (left, top) = (g.x0 as f64 * sx, g.y0 as f64 * sy);
+        // Never past the decoded edge by a rounding error (the resizer refuses that).
+        let width = (c as f64 * sx).min(dims.0 as f64 - left);
+        let height = (c as f64 * sy).min(dims.1 as f64 - top);
         let src = ImageRef::new(dims.0, dims.1, &s.rgb, PixelType::U8x3)
             .map_err(|e| Failed::Transform(e.to_string()))?;
         s.region.resize((c * c * 3) as usize, 0);
@@ -204,12 +216,7 @@ pub fn run(
             .map_err(|e| Failed::Transform(e.to_string()))?;
         let options = ResizeOptions::new()
             .resize_alg(ResizeAlg::Convolution(FilterType::Bilinear))
-            .crop(
-                g.x0 as f64 * sx,
-                g.y0 as f64 * sy,
-                c as f64 * sx,
-                c as f64 * sy,
-            );
+            .crop(left, top, width, height);
         s.resizer
             .resize(&src, &mut dst, &options)
             .map_err(|e| Failed::Transform(e.to_string()))?;

@@ -11,8 +11,11 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use super::batch::{Batch, Task};
 use super::engine::{Event, Pool};
+use super::pool::BufferPool;
 use super::shm::{SEGMENT_PREFIX, Segment, segment_len, slot_bytes};
 use super::source::SourceSpec;
 use super::stats::{Stage, StageTimes};
@@ -108,6 +111,8 @@ pub(crate) struct ProcessPool {
     slot_bytes: usize,
     per_sample: usize,
     sample_dims: Vec<usize>,
+    /// Batches are copied out of shared memory into reused buffers.
+    buffers: Arc<BufferPool>,
 }
 
 fn name(worker: usize, pid: u32) -> String {
@@ -139,6 +144,7 @@ impl ProcessPool {
         config: &LoaderConfig,
         spec: &SourceSpec,
         sample_dims: &[usize],
+        buffers: &Arc<BufferPool>,
     ) -> Result<Self, LoaderError> {
         let program = match &config.worker_program {
             Some(p) => p.clone(),
@@ -157,6 +163,7 @@ impl ProcessPool {
             slot_bytes,
             per_sample,
             sample_dims: sample_dims.to_vec(),
+            buffers: Arc::clone(buffers),
         };
         for w in 0..config.workers {
             let spawn_err = |message: String| LoaderError::Spawn {
@@ -314,10 +321,12 @@ impl ProcessPool {
                 },
             ) => {
                 let start = Instant::now();
-                let read =
-                    self.workers[w]
-                        .segment
-                        .read_slot(slot, self.slot_bytes, self.per_sample);
+                let read = self.workers[w].segment.read_slot(
+                    slot,
+                    self.slot_bytes,
+                    self.per_sample,
+                    &self.buffers,
+                );
                 self.workers[w].free_slots.push(slot);
                 match read {
                     Ok((sample_ids, labels, inputs)) => {

@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use memmap2::MmapMut;
 
+use super::pool::BufferPool;
+
 /// Every segment's name starts with this (visible under `/dev/shm` while it
 /// is linked), so tests and people can check none is left behind.
 pub const SEGMENT_PREFIX: &str = "stallscope-loader-";
@@ -169,6 +171,7 @@ impl Segment {
         slot: usize,
         slot_bytes: usize,
         per_sample: usize,
+        buffers: &BufferPool,
     ) -> io::Result<(Vec<u64>, Vec<i64>, Vec<f32>)> {
         let start = HEADER + slot * slot_bytes;
         let buf = &self.map[start..start + slot_bytes];
@@ -183,7 +186,7 @@ impl Segment {
         let ids = (0..n).map(|i| word(8 + i * 8)).collect();
         let labels = (0..n).map(|i| word(8 + n * 8 + i * 8) as i64).collect();
         let at = 8 + n * 16;
-        let mut inputs = vec![0.0f32; n * per_sample];
+        let mut inputs = buffers.take(n * per_sample);
         // SAFETY: destination has exactly n * per_sample * 4 bytes.
         let dst = unsafe {
             std::slice::from_raw_parts_mut(inputs.as_mut_ptr() as *mut u8, inputs.len() * 4)
@@ -213,7 +216,7 @@ mod tests {
         let inputs: Vec<f32> = (0..9).map(|i| i as f32 * 0.5).collect();
         seg.write_slot(1, sb, &[7, 8, 9], &[1, 0, 1], &inputs)
             .unwrap();
-        let (ids, labels, got) = other.read_slot(1, sb, 3).unwrap();
+        let (ids, labels, got) = other.read_slot(1, sb, 3, &BufferPool::new(1)).unwrap();
         assert_eq!(ids, vec![7, 8, 9]);
         assert_eq!(labels, vec![1, 0, 1]);
         assert_eq!(got, inputs);

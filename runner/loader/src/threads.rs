@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 
 use super::batch::{BatchBuilder, Host, Task, panic_text};
 use super::engine::{Event, Pool};
+use super::pool::BufferPool;
 use super::rng::{Rng, worker_seed};
 use super::source::Source;
 use super::{LoaderConfig, LoaderError};
@@ -25,7 +26,11 @@ fn name(worker: usize) -> String {
 }
 
 impl ThreadPool {
-    pub(crate) fn start(config: &LoaderConfig, source: &Arc<dyn Source>) -> Self {
+    pub(crate) fn start(
+        config: &LoaderConfig,
+        source: &Arc<dyn Source>,
+        buffers: &Arc<BufferPool>,
+    ) -> Self {
         let (event_tx, events) = mpsc::channel();
         let mut tasks = Vec::new();
         let mut handles = Vec::new();
@@ -33,12 +38,15 @@ impl ThreadPool {
         for worker in 0..config.workers {
             let (task_tx, task_rx) = mpsc::sync_channel::<Task>(config.prefetch);
             let source = Arc::clone(source);
+            let buffers = Arc::clone(buffers);
             let event_tx: Sender<Event> = event_tx.clone();
             let cfg = config.clone();
             let stop = Arc::clone(&stop);
             let handle = std::thread::Builder::new()
                 .name(format!("stallscope-loader-{worker}"))
-                .spawn(move || run_worker(worker, &cfg, &*source, task_rx, event_tx, &stop))
+                .spawn(move || {
+                    run_worker(worker, &cfg, &*source, &buffers, task_rx, event_tx, &stop)
+                })
                 .expect("the OS starts a thread");
             tasks.push(Some(task_tx));
             handles.push(Some(handle));
@@ -56,6 +64,7 @@ fn run_worker(
     worker: usize,
     config: &LoaderConfig,
     source: &dyn Source,
+    buffers: &BufferPool,
     tasks: Receiver<Task>,
     events: Sender<Event>,
     stop: &AtomicBool,
@@ -66,6 +75,7 @@ fn run_worker(
         fault: config.fault,
         host: Host::Thread,
         worker: Some(worker),
+        buffers,
     };
     let mut epoch = None;
     let mut rng = Rng::new(0);

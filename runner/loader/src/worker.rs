@@ -8,6 +8,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::batch::{BatchBuilder, Host, OnBadSample, Progress, Task};
+use super::pool::BufferPool;
 use super::rng::{Rng, worker_seed};
 use super::shm::Segment;
 use super::source::{Fault, SampleError, SourceSpec, open_source};
@@ -117,12 +118,15 @@ pub fn worker_main() -> Result<(), WorkerProcessError> {
             pid: std::process::id(),
         },
     )?;
+    // The worker's own batch buffers, reused once copied into shared memory.
+    let buffers = BufferPool::new(2);
     let builder = BatchBuilder {
         source: &*source,
         on_bad: init.on_bad,
         fault: init.fault,
         host: Host::Process,
         worker: Some(init.worker),
+        buffers: &buffers,
     };
     let mut epoch = None;
     let mut rng = Rng::new(0);
@@ -145,6 +149,7 @@ pub fn worker_main() -> Result<(), WorkerProcessError> {
                     &batch.inputs,
                 )?;
                 let mut times = batch.times;
+                buffers.give(batch.inputs);
                 // Writing into shared memory is the rest of this batch's collate.
                 times.extend(Stage::Collate, start.elapsed());
                 Reply::Done {

@@ -175,6 +175,9 @@ impl Common {
             put("samples", self.samples.into());
         }
         put("batch_size", self.plan.batch_size.into());
+        if let Some(note) = &self.plan.workers_auto {
+            put("workers_auto", note.clone().into());
+        }
         put("shuffle", self.plan.shuffle.into());
         put("shuffle_seed", (self.shuffle_seed as i64).into());
         put(

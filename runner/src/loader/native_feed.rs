@@ -1,20 +1,22 @@
 //! The loader at the edge of libtorch: turns its host batches into CPU
-//! tensors (pinned when the device is CUDA) and implements the training
-//! loop's [`Feed`] contract.
+//! tensors with no copy (the tensor owns the batch's pooled buffer and
+//! hands it back when freed), pinned when the device is CUDA, and
+//! implements the training loop's [`Feed`] contract.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use stallscope_bundle::{LoaderStage, LoaderStats};
-use tch::{Device, Tensor};
+use tch::Device;
 
-use super::SourceSpec;
 use super::StageTotal;
 use super::epoch_batches;
 use super::full_batch_bytes;
+use super::{BufferPool, Pooled, SourceSpec};
 use super::{Loader, LoaderEpoch};
 use super::{LoaderConfig, LoaderError, WorkerKind};
 use crate::feed::{EpochIter, Feed, FeedError, HostBatch};
+use crate::shim;
 
 /// Whether batches are pinned, and why not when they were asked to be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,6 +170,7 @@ impl Feed for NativeFeed {
             }
         };
         Ok(Box::new(NativeEpoch {
+            buffers: Arc::clone(self.loader.buffers()),
             inner,
             pin_for: match &self.pinning {
                 Pinning::On(d) => Some(*d),
@@ -187,6 +190,7 @@ impl Feed for NativeFeed {
 
 struct NativeEpoch<'a> {
     inner: LoaderEpoch,
+    buffers: Arc<BufferPool>,
     pin_for: Option<Device>,
     edge: &'a mut EdgeTotals,
     error_slot: Option<ErrorSlot>,
@@ -209,12 +213,17 @@ impl EpochIter for NativeEpoch<'_> {
         };
         let start = Instant::now();
         let shape: Vec<i64> = batch.input_shape().iter().map(|&d| d as i64).collect();
-        let tensors = Tensor::f_from_slice(&batch.inputs)
-            .and_then(|t| t.f_view(shape.as_slice()))
-            .and_then(|inputs| Ok((inputs, Tensor::f_from_slice(&batch.labels)?)));
+        let owner = Box::new(Pooled::new(batch.inputs, Arc::clone(&self.buffers)));
+        let n = batch.labels.len() as i64;
+        let tensors = shim::tensor_from_owned(owner, &shape).and_then(|inputs| {
+            Ok((
+                inputs,
+                shim::tensor_from_owned(Box::new(batch.labels), &[n])?,
+            ))
+        });
         let (inputs, labels) = match tensors {
             Ok(t) => t,
-            Err(e) => return Some(Err(e.into())),
+            Err(e) => return Some(Err(FeedError::Other(e.to_string()))),
         };
         add(&mut self.edge.to_tensor, start.elapsed());
         let host = HostBatch {

@@ -26,6 +26,15 @@ unsafe extern "C" {
     fn ss_stream_synchronize(stream: *mut c_void) -> c_int;
     fn ss_current_stream_wait(stream: *mut c_void) -> c_int;
     fn ss_record_on_current_stream(tensor: *mut c_void) -> c_int;
+    fn ss_tensor_from_owned(
+        data: *mut c_void,
+        sizes: *const i64,
+        ndim: c_int,
+        dtype: c_int,
+        release: unsafe extern "C" fn(*mut c_void),
+        ctx: *mut c_void,
+        out: *mut *mut c_void,
+    ) -> c_int;
 }
 
 /// A libtorch call inside the shim raised an exception.
@@ -204,6 +213,89 @@ pub fn record_on_current_stream(t: &tch::Tensor) -> Result<(), ShimError> {
     })
 }
 
+/// Element types a host buffer can hand to libtorch without a copy.
+pub trait OwnedElement: Copy + Send + 'static {
+    /// The shim's dtype code.
+    const DTYPE: c_int;
+}
+impl OwnedElement for f32 {
+    const DTYPE: c_int = 0;
+}
+impl OwnedElement for i64 {
+    const DTYPE: c_int = 1;
+}
+impl OwnedElement for u8 {
+    const DTYPE: c_int = 2;
+}
+
+/// Memory a tensor made by [`tensor_from_owned`] keeps alive; dropped (on
+/// whatever thread frees the tensor's storage) when the tensor is gone.
+pub type Owner<T> = Box<dyn OwnedBuffer<T>>;
+
+/// A buffer whose elements a tensor may borrow for as long as it lives.
+pub trait OwnedBuffer<T>: Send {
+    fn elements(&mut self) -> &mut [T];
+}
+
+impl<T: Send> OwnedBuffer<T> for Vec<T> {
+    fn elements(&mut self) -> &mut [T] {
+        self
+    }
+}
+
+/// The native loader's batch buffers go back to its pool with the tensor.
+impl OwnedBuffer<f32> for stallscope_loader::Pooled {
+    fn elements(&mut self) -> &mut [f32] {
+        &mut self.values
+    }
+}
+
+unsafe extern "C" fn release_owner<T: OwnedElement>(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the `Box<Owner<T>>` leaked by `tensor_from_owned`,
+    // released exactly once (by libtorch's deleter, or on failure).
+    drop(unsafe { Box::from_raw(ctx as *mut Owner<T>) });
+}
+
+/// A CPU tensor of `shape` over `owner`'s elements, with no copy: libtorch
+/// drops `owner` when the tensor's storage is freed (PyTorch's
+/// `torch.from_numpy`, with the array's lifetime handed over).
+pub fn tensor_from_owned<T: OwnedElement>(
+    owner: Owner<T>,
+    shape: &[i64],
+) -> Result<tch::Tensor, ShimError> {
+    let mut boxed: Box<Owner<T>> = Box::new(owner);
+    let elements = boxed.elements();
+    let want: i64 = shape.iter().product();
+    if want < 0 || want as usize != elements.len() {
+        return Err(ShimError {
+            call: "tensor_from_owned",
+            message: format!(
+                "shape {shape:?} holds {want} elements, the buffer {}",
+                elements.len()
+            ),
+        });
+    }
+    let data = elements.as_mut_ptr() as *mut c_void;
+    let ctx = Box::into_raw(boxed) as *mut c_void;
+    let mut out: *mut c_void = std::ptr::null_mut();
+    // SAFETY: `data` stays valid until `release_owner` drops the box (the
+    // elements of a Vec or a pool buffer do not move when the box does).
+    let rc = unsafe {
+        ss_tensor_from_owned(
+            data,
+            shape.as_ptr(),
+            shape.len() as c_int,
+            T::DTYPE,
+            release_owner::<T>,
+            ctx,
+            &mut out,
+        )
+    };
+    check("tensor_from_owned", rc)?;
+    // SAFETY: `out` is a heap `at::Tensor*` made by the shim, owned by tch now.
+    Ok(unsafe { tch::Tensor::from_ptr(out.cast()) })
+}
+
 impl Drop for SideStream {
     fn drop(&mut self) {
         // SAFETY: allocated by `ss_cuda_side_stream`, freed once.
@@ -227,6 +319,44 @@ impl Drop for StreamGuard<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn owned_tensors_alias_the_buffer_and_free_it_with_the_last_reference() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        struct Counted(Vec<f32>, Arc<AtomicUsize>);
+        impl OwnedBuffer<f32> for Counted {
+            fn elements(&mut self) -> &mut [f32] {
+                &mut self.0
+            }
+        }
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.1.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let freed = Arc::new(AtomicUsize::new(0));
+        let owner = Box::new(Counted(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], freed.clone()));
+        let t = tensor_from_owned(owner, &[2, 3]).unwrap();
+        assert_eq!(t.size(), [2, 3]);
+        assert_eq!(t.double_value(&[1, 2]), 6.0);
+        let view = t.narrow(1, 1, 2);
+        drop(t);
+        assert_eq!(freed.load(Ordering::SeqCst), 0, "a view keeps the buffer");
+        assert_eq!(view.double_value(&[0, 0]), 2.0);
+        drop(view);
+        assert_eq!(freed.load(Ordering::SeqCst), 1);
+        let wrong = Box::new(Counted(vec![0.0; 5], freed.clone()));
+        let err = tensor_from_owned(wrong, &[2, 3]).unwrap_err();
+        assert!(
+            err.to_string().contains("holds 6 elements, the buffer 5"),
+            "{err}"
+        );
+        assert_eq!(freed.load(Ordering::SeqCst), 2, "a refused buffer is freed");
+        let labels = tensor_from_owned::<i64>(Box::new(vec![7i64, 8]), &[2]).unwrap();
+        assert_eq!(labels.kind(), tch::Kind::Int64);
+        assert_eq!(labels.int64_value(&[1]), 8);
+    }
 
     #[test]
     fn tf32_flags_round_trip_and_cuda_calls_fail_cleanly_without_cuda() {

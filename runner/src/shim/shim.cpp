@@ -3,6 +3,7 @@
 // catches C++ exceptions and reports them through ss_last_error().
 #include <ATen/Context.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/from_blob.h>
 #include <c10/core/AllocatorConfig.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Event.h>
@@ -149,6 +150,27 @@ int ss_record_on_current_stream(void* tensor) {
     const auto* impl = c10::impl::getDeviceGuardImpl(t->device().type());
     t->record_stream(impl->getStream(t->device()));
   });
+}
+
+// A CPU tensor over memory the caller owns: `release(ctx)` runs when the
+// last reference to the tensor's storage goes, on whatever thread that is.
+// On failure `release(ctx)` has run before the return. dtype: 0 float32,
+// 1 int64, 2 uint8.
+int ss_tensor_from_owned(void* data, const int64_t* sizes, int ndim, int dtype,
+                         void (*release)(void*), void* ctx, void** out) {
+  bool owned = false;
+  int rc = guarded([&] {
+    c10::ScalarType st =
+        dtype == 0 ? at::kFloat : (dtype == 1 ? at::kLong : at::kByte);
+    at::Tensor t = at::from_blob(
+        data, c10::IntArrayRef(sizes, static_cast<size_t>(ndim)),
+        [release, ctx](void*) { release(ctx); },
+        at::TensorOptions().dtype(st));
+    owned = true;
+    *out = new at::Tensor(std::move(t));
+  });
+  if (!owned) release(ctx);
+  return rc;
 }
 
 }  // extern "C"

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 
 use super::located::{Located, SuiteError};
 use super::plan::{DataPlan, EngineName, ExperimentSpec, LoaderPlan, MpContext};
-use super::raw::RawLoader;
+use super::raw::{RawCount, RawLoader};
 use crate::loader::{JpegDecoder, OnBadSample, WorkerKind};
 use crate::models::ModelSpec;
+use toml::Spanned;
 
 /// The engines a suite may name.
 const ENGINES: [(&str, EngineName); 3] = [
@@ -308,6 +309,13 @@ pub(super) fn parse(
             }
         },
     };
+    let (workers, workers_auto) = workers_knob(
+        cx,
+        &raw.workers,
+        &at("workers"),
+        if kind == "stall" { &[2] } else { &[0, 2, 4] },
+        loader_only,
+    )?;
     let plan = LoaderPlan {
         model,
         loader_only,
@@ -316,13 +324,8 @@ pub(super) fn parse(
         prefetch_to_device: cx.bools(&raw.prefetch_to_device, &at("prefetch_to_device"), false)?,
         data,
         batch_size: cx.int(&raw.batch_size, &at("batch_size"), 64, 1, 1 << 20)? as usize,
-        workers: cx.ints(
-            &raw.workers,
-            &at("workers"),
-            if kind == "stall" { &[2] } else { &[0, 2, 4] },
-            0,
-            256,
-        )?,
+        workers,
+        workers_auto,
         kinds,
         prefetch: cx.ints(&raw.prefetch, &at("prefetch"), &[2], 1, 64)?,
         persistent: cx.bools(&raw.persistent, &at("persistent"), false)?,
@@ -426,4 +429,66 @@ fn is_identifier(s: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The most workers a suite may ask for.
+const MAX_WORKERS: i64 = 256;
+
+/// `workers = [0, 2, "auto"]`: numbers from 0 to 256, and `"auto"`, which
+/// is this machine's cores less those the loop needs (none with
+/// `model = "none"`, one for the training step otherwise). Returns the
+/// counts (a repeat of one `auto` came to is dropped) and, with `auto`,
+/// what it came to and why.
+fn workers_knob(
+    cx: &Located,
+    v: &Option<Spanned<Vec<RawCount>>>,
+    key: &str,
+    default: &[usize],
+    loader_only: bool,
+) -> Result<(Vec<usize>, Option<String>), SuiteError> {
+    let Some(v) = v else {
+        return Ok((default.to_vec(), None));
+    };
+    if v.get_ref().is_empty() {
+        return Err(cx.err(v.span(), key, "empty list; expected at least one value"));
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let consumer = usize::from(!loader_only);
+    let auto = cores.saturating_sub(consumer).max(1);
+    let mut out: Vec<usize> = Vec::new();
+    let mut note = None;
+    for value in v.get_ref() {
+        let n = match *value {
+            RawCount::Number(x) if (0..=MAX_WORKERS).contains(&x) => x as usize,
+            RawCount::Number(x) => {
+                return Err(cx.err(
+                    v.span(),
+                    key,
+                    format!("{x} is out of range; expected integers from 0 to {MAX_WORKERS}, or \"auto\""),
+                ));
+            }
+            RawCount::Name(ref name) if name == "auto" => {
+                note = Some(format!(
+                    "\"auto\" = {auto}: {cores} cores seen, {consumer} kept for the loop ({})",
+                    if loader_only {
+                        "model = none: it only takes batches"
+                    } else {
+                        "the training step"
+                    }
+                ));
+                auto
+            }
+            RawCount::Name(ref name) => {
+                return Err(cx.err(
+                    v.span(),
+                    key,
+                    format!("{name:?}; expected integers from 0 to {MAX_WORKERS}, or \"auto\""),
+                ));
+            }
+        };
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    Ok((out, note))
 }

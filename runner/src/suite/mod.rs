@@ -387,6 +387,77 @@ mod tests {
         assert_eq!(lp.engines.len(), 3);
     }
 
+    #[test]
+    fn auto_workers_and_the_image_decoder_keys() {
+        let suite = |model: &str, source: &str, table: &str| {
+            format!(
+                "[[experiment]]\nid = \"a\"\nkind = \"loader\"\nmodel = \"{model}\"\n[experiment.loader]\nsource = \"{source}\"\n{table}"
+            )
+        };
+        let cores = std::thread::available_parallelism().unwrap().get();
+        for (model, kept) in [("none", 0), ("linear", 1)] {
+            let text = suite(model, "tensor", "workers = [0, \"auto\", 1]\n");
+            let plan = parse_suite(&text, "s.toml", "s", None, false).unwrap();
+            let ExperimentSpec::Loader(lp) = &plan.experiments[0].spec else {
+                panic!("a loader plan")
+            };
+            let auto = cores.saturating_sub(kept).max(1);
+            let mut want = vec![0, auto];
+            if auto != 1 {
+                want.push(1);
+            }
+            assert_eq!(
+                lp.workers, want,
+                "{model}: a repeat of what auto came to is dropped"
+            );
+            let note = lp.workers_auto.as_deref().unwrap();
+            assert!(
+                note.starts_with(&format!(
+                    "\"auto\" = {auto}: {cores} cores seen, {kept} kept"
+                )),
+                "{note}"
+            );
+        }
+        for (text, want) in [
+            (
+                suite("linear", "tensor", "workers = [\"many\"]\n"),
+                "experiment[0].loader.workers: \"many\"; expected integers from 0 to 256, or \"auto\"",
+            ),
+            (
+                suite("linear", "tensor", "workers = [300]\n"),
+                "experiment[0].loader.workers: 300 is out of range",
+            ),
+            (
+                suite("image_cnn", "images", "decoder = \"libpng\"\n"),
+                "s.toml:7:11: experiment[0].loader.decoder: \"libpng\"; expected \"auto\", \"libjpeg-turbo\" or \"zune-jpeg\"",
+            ),
+            (
+                suite("linear", "tensor", "scaled_decode = false\n"),
+                "experiment[0].loader.scaled_decode: given with source = \"tensor\"; it belongs to source = \"images\"",
+            ),
+        ] {
+            let e = err(&text);
+            assert!(e.contains(want), "{e}\n--- for\n{text}");
+        }
+        let text = suite(
+            "image_cnn",
+            "images",
+            "decoder = \"zune-jpeg\"\nscaled_decode = false\n",
+        );
+        let plan = parse_suite(&text, "s.toml", "s", None, false).unwrap();
+        let ExperimentSpec::Loader(lp) = &plan.experiments[0].spec else {
+            panic!("a loader plan")
+        };
+        assert!(matches!(
+            lp.data,
+            DataPlan::Images {
+                decoder: crate::loader::JpegDecoder::ZuneJpeg,
+                scaled_decode: false,
+                ..
+            }
+        ));
+    }
+
     fn err(text: &str) -> String {
         parse_suite(text, "s.toml", "s", None, false)
             .unwrap_err()

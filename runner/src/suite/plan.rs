@@ -205,6 +205,8 @@ pub struct LoaderPlan {
     pub data: DataPlan,
     pub batch_size: usize,
     pub workers: Vec<usize>,
+    /// What `"auto"` in `workers` came to on this machine, and why.
+    pub workers_auto: Option<String>,
     pub kinds: Vec<WorkerKind>,
     pub prefetch: Vec<usize>,
     pub persistent: Vec<bool>,

@@ -59,6 +59,14 @@ pub(crate) struct RawExperiment {
     pub(crate) quick: Option<RawKnobs>,
 }
 
+/// A count as written: a number, or a name such as `"auto"`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum RawCount {
+    Number(i64),
+    Name(String),
+}
+
 /// `[experiment.loader]` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -77,7 +85,7 @@ pub(crate) struct RawLoader {
     pub(crate) decoder: Option<Spanned<String>>,
     pub(crate) scaled_decode: Option<bool>,
     pub(crate) batch_size: Option<Spanned<i64>>,
-    pub(crate) workers: Option<Spanned<Vec<i64>>>,
+    pub(crate) workers: Option<Spanned<Vec<RawCount>>>,
     pub(crate) worker_kinds: Option<Spanned<Vec<String>>>,
     pub(crate) prefetch: Option<Spanned<Vec<i64>>>,
     pub(crate) persistent: Option<Spanned<Vec<bool>>>,
@@ -103,7 +111,7 @@ pub(crate) struct RawLoader {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawQuick {
     pub(crate) samples: Option<Spanned<i64>>,
-    pub(crate) workers: Option<Spanned<Vec<i64>>>,
+    pub(crate) workers: Option<Spanned<Vec<RawCount>>>,
     pub(crate) worker_kinds: Option<Spanned<Vec<String>>>,
     pub(crate) engines: Option<Spanned<Vec<String>>>,
 }
