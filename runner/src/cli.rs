@@ -48,7 +48,8 @@ pub struct BareImagesArgs {
     /// The experiment's id (default: the first with an image source).
     #[arg(long)]
     pub experiment: Option<String>,
-    /// Passes over the images: alternately without and with the stage clocks.
+    /// Passes over the images (after one unreported), each alternating images without and with
+    /// the stage clocks.
     #[arg(long, default_value_t = 4)]
     pub passes: u32,
     /// Override the suite's decoder: auto, libjpeg-turbo or zune-jpeg.

@@ -1,6 +1,7 @@
 //! `cargo xtask <task>`: setup, test, build, demo, bench, schema.
 mod bench;
 mod bench_compute;
+mod bench_goals;
 mod bench_image_cnn;
 mod bench_peers;
 mod cmd;
