@@ -51,6 +51,8 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
             run: Box::new(move || {
                 cargo()
                     .env("STALLSCOPE_WEB_DIST", web_dist(repo))
+                    // setup installed libturbojpeg0: its cases must run, not be skipped.
+                    .env("STALLSCOPE_REQUIRE_TURBOJPEG", "1")
                     // Every failing test binary is reported, not only the first.
                     .args(["test", "--no-fail-fast"])
                     .run()
