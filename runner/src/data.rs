@@ -4,8 +4,6 @@
 
 use std::path::Path;
 
-use tch::Tensor;
-
 use crate::feed::{Dataset, FeedError, HostBatch, TensorDataset};
 
 pub use stallscope_loader::idx::{IMAGES_FILE, IdxError, LABELS_FILE, parse_idx_u8};
@@ -72,11 +70,7 @@ impl Dataset for FashionMnist {
             inputs.extend(row.iter().map(|&p| f32::from(p) / 255.0));
             labels.push(i64::from(self.labels[i]));
         }
-        Ok(HostBatch {
-            inputs: Tensor::f_from_slice(&inputs)?.f_view([indices.len() as i64, 1, 28, 28])?,
-            labels: Tensor::f_from_slice(&labels)?,
-            sample_ids: indices.to_vec(),
-        })
+        crate::feed::owned_batch(inputs, &[indices.len() as i64, 1, 28, 28], labels, indices)
     }
 }
 

@@ -144,12 +144,25 @@ impl Dataset for TensorDataset {
         }
         let mut shape = vec![indices.len() as i64];
         shape.extend(&self.shape);
-        Ok(HostBatch {
-            inputs: Tensor::f_from_slice(&inputs)?.f_view(shape.as_slice())?,
-            labels: Tensor::f_from_slice(&labels)?,
-            sample_ids: indices.to_vec(),
-        })
+        owned_batch(inputs, &shape, labels, indices)
     }
+}
+
+/// A host batch whose tensors own `inputs` and `labels` (no zero fill, no
+/// copy: the vectors are handed to libtorch).
+pub fn owned_batch(
+    inputs: Vec<f32>,
+    shape: &[i64],
+    labels: Vec<i64>,
+    sample_ids: &[u64],
+) -> Result<HostBatch, FeedError> {
+    let n = labels.len() as i64;
+    let own = |e: crate::shim::ShimError| FeedError::Other(e.to_string());
+    Ok(HostBatch {
+        inputs: crate::shim::tensor_from_owned(Box::new(inputs), shape).map_err(own)?,
+        labels: crate::shim::tensor_from_owned(Box::new(labels), &[n]).map_err(own)?,
+        sample_ids: sample_ids.to_vec(),
+    })
 }
 
 /// Sample order within an epoch: the loader crate's one sampler, so the

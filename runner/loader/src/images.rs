@@ -152,6 +152,16 @@ impl ImageDirSource {
 }
 
 impl ImageDirSource {
+    /// Sample `index` could not be used, at `stage`.
+    fn bad(&self, index: u64, stage: Stage, message: String) -> SampleError {
+        SampleError {
+            index,
+            path: Some(self.files[index as usize].0.display().to_string()),
+            message,
+            stage,
+        }
+    }
+
     /// [`Source::load`] without the stage clocks (the bare per-image
     /// function the bench measures the loader against).
     pub fn load_untimed(
@@ -161,12 +171,7 @@ impl ImageDirSource {
         out: &mut [f32],
     ) -> Result<i64, SampleError> {
         let (path, label) = &self.files[index as usize];
-        let bad = |stage: Stage, message: String| SampleError {
-            index,
-            path: Some(path.display().to_string()),
-            message,
-            stage,
-        };
+        let bad = |stage: Stage, message: String| self.bad(index, stage, message);
         let bytes =
             std::fs::read(path).map_err(|e| bad(Stage::Read, format!("cannot read: {e}")))?;
         match pipeline::run(&self.spec, self.turbo, &bytes, rng, out, &mut || {}) {
@@ -193,12 +198,7 @@ impl Source for ImageDirSource {
         times: &mut StageTimes,
     ) -> Result<i64, SampleError> {
         let (path, label) = &self.files[index as usize];
-        let bad = |stage: Stage, message: String| SampleError {
-            index,
-            path: Some(path.display().to_string()),
-            message,
-            stage,
-        };
+        let bad = |stage: Stage, message: String| self.bad(index, stage, message);
         let start = Instant::now();
         let bytes = match std::fs::read(path) {
             Ok(b) => b,

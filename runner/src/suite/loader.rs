@@ -204,28 +204,18 @@ pub(super) fn parse(
             "given with source = \"python\"; the Dataset's own length is the sample count (return a torch.utils.data.Subset to use fewer)",
         ));
     }
-    for (key, present) in [
-        ("decoder", raw.decoder.is_some()),
-        ("scaled_decode", raw.scaled_decode.is_some()),
+    for (key, present, home) in [
+        ("decoder", raw.decoder.is_some(), "images"),
+        ("scaled_decode", raw.scaled_decode.is_some(), "images"),
+        ("factory", raw.factory.is_some(), "python"),
+        ("args", raw.args.is_some(), "python"),
+        ("python_path", raw.python_path.is_some(), "python"),
     ] {
-        if present && source != "images" {
+        if present && source != home {
             return Err(cx.err(
                 source_span.clone(),
                 &at(key),
-                format!("given with source = {source:?}; it belongs to source = \"images\""),
-            ));
-        }
-    }
-    for (key, present) in [
-        ("factory", raw.factory.is_some()),
-        ("args", raw.args.is_some()),
-        ("python_path", raw.python_path.is_some()),
-    ] {
-        if present && source != "python" {
-            return Err(cx.err(
-                source_span.clone(),
-                &at(key),
-                format!("given with source = {source:?}; it belongs to source = \"python\""),
+                format!("given with source = {source:?}; it belongs to source = {home:?}"),
             ));
         }
     }
