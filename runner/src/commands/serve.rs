@@ -33,24 +33,31 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     )?;
     out.flush()?;
     for request in server.incoming_requests() {
-        let response = respond(&root, request.url());
-        // A client that hung up is not the server's problem.
-        let _ = match response {
-            Reply::File(path, mime) => match std::fs::File::open(&path) {
-                Ok(file) => request.respond(
-                    tiny_http::Response::from_file(file)
-                        .with_header(header("Content-Type", mime))
-                        .with_header(header("Cache-Control", "no-cache")),
-                ),
-                Err(_) => request.respond(not_found()),
-            },
-            Reply::Redirect(location) => request.respond(
-                tiny_http::Response::empty(301).with_header(header("Location", &location)),
-            ),
-            Reply::NotFound => request.respond(not_found()),
-        };
+        // Each request on its own thread: a response whose client is slow to
+        // read never holds back the browser's other requests (a site loads
+        // several bundles at once).
+        let root = root.clone();
+        std::thread::spawn(move || answer(&root, request));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn answer(root: &Path, request: tiny_http::Request) {
+    let response = respond(root, request.url());
+    // A client that hung up is not the server's problem.
+    let _ = match response {
+        Reply::File(path, mime) => match std::fs::File::open(&path) {
+            Ok(file) => request.respond(
+                tiny_http::Response::from_file(file)
+                    .with_header(header("Content-Type", mime))
+                    .with_header(header("Cache-Control", "no-cache")),
+            ),
+            Err(_) => request.respond(not_found()),
+        },
+        Reply::Redirect(location) => request
+            .respond(tiny_http::Response::empty(301).with_header(header("Location", &location))),
+        Reply::NotFound => request.respond(not_found()),
+    };
 }
 
 enum Reply {
