@@ -18,13 +18,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if !root.is_dir() {
         anyhow::bail!("{}: cannot serve it: not a directory", args.dir.display());
     }
-    let server = tiny_http::Server::http(("127.0.0.1", args.port))
-        .map_err(|e| anyhow::anyhow!("cannot listen on 127.0.0.1:{}: {e}", args.port))?;
-    let port = server
-        .server_addr()
-        .to_ip()
-        .map(|a| a.port())
-        .context("the server has no IP address")?;
+    let listener = std::net::TcpListener::bind(("127.0.0.1", args.port))
+        .with_context(|| format!("cannot listen on 127.0.0.1:{}", args.port))?;
+    let port = listener
+        .local_addr()
+        .context("the listening socket has no address")?
+        .port();
     let mut out = std::io::stdout();
     writeln!(
         out,
@@ -32,32 +31,76 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         root.display()
     )?;
     out.flush()?;
-    for request in server.incoming_requests() {
-        // Each request on its own thread: a response whose client is slow to
-        // read never holds back the browser's other requests (a site loads
-        // several bundles at once).
+    // One thread per connection and one request per connection
+    // (`Connection: close`): no connection waits behind another's keep-alive.
+    // (tiny_http's connection pool could leave a new connection queued behind
+    // idle keep-alive ones: a site's bundle then never loaded.)
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
         let root = root.clone();
-        std::thread::spawn(move || answer(&root, request));
+        std::thread::spawn(move || {
+            // A client that hung up is not the server's problem.
+            let _ = answer(&root, stream);
+        });
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn answer(root: &Path, request: tiny_http::Request) {
-    let response = respond(root, request.url());
-    // A client that hung up is not the server's problem.
-    let _ = match response {
-        Reply::File(path, mime) => match std::fs::File::open(&path) {
-            Ok(file) => request.respond(
-                tiny_http::Response::from_file(file)
-                    .with_header(header("Content-Type", mime))
-                    .with_header(header("Cache-Control", "no-cache")),
-            ),
-            Err(_) => request.respond(not_found()),
+/// Read one request's head and answer it.
+fn answer(root: &Path, mut stream: std::net::TcpStream) -> std::io::Result<()> {
+    use std::io::Read;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf)?;
+        if n == 0 || head.len() > 64 * 1024 {
+            return Ok(());
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = String::from_utf8_lossy(&head);
+    let mut parts = line.lines().next().unwrap_or("").split(' ');
+    let (method, url) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let (status, headers, body) = match (method, respond(root, url)) {
+        ("GET" | "HEAD", Reply::File(path, mime)) => match std::fs::read(&path) {
+            Ok(bytes) => ("200 OK", vec![("Content-Type", mime.to_string())], bytes),
+            Err(_) => not_found(),
         },
-        Reply::Redirect(location) => request
-            .respond(tiny_http::Response::empty(301).with_header(header("Location", &location))),
-        Reply::NotFound => request.respond(not_found()),
+        ("GET" | "HEAD", Reply::Redirect(location)) => (
+            "301 Moved Permanently",
+            vec![("Location", location)],
+            Vec::new(),
+        ),
+        ("GET" | "HEAD", Reply::NotFound) => not_found(),
+        _ => (
+            "405 Method Not Allowed",
+            vec![("Allow", "GET, HEAD".to_string())],
+            Vec::new(),
+        ),
     };
+    let mut reply = format!("HTTP/1.1 {status}\r\n");
+    for (k, v) in headers {
+        reply += &format!("{k}: {v}\r\n");
+    }
+    reply += &format!(
+        "Content-Length: {}\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(reply.as_bytes())?;
+    if method != "HEAD" {
+        stream.write_all(&body)?;
+    }
+    stream.flush()?;
+    stream.shutdown(std::net::Shutdown::Write)
+}
+
+fn not_found() -> (&'static str, Vec<(&'static str, String)>, Vec<u8>) {
+    (
+        "404 Not Found",
+        vec![("Content-Type", "text/plain; charset=utf-8".to_string())],
+        b"not found".to_vec(),
+    )
 }
 
 enum Reply {
@@ -66,17 +109,6 @@ enum Reply {
     /// its index.html need the slash.
     Redirect(String),
     NotFound,
-}
-
-fn not_found() -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    tiny_http::Response::from_string("not found")
-        .with_status_code(404)
-        .with_header(header("Content-Type", "text/plain; charset=utf-8"))
-}
-
-fn header(name: &str, value: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
-        .expect("static header names and values are valid")
 }
 
 /// Map a request URL to a file below `root`; never outside it.
