@@ -94,11 +94,13 @@ impl Trainer {
         device: Device,
         weights_seed: u64,
     ) -> Result<Trainer, tch::TchError> {
-        tch::manual_seed(weights_seed as i64);
         // Weights are drawn on the CPU (so they do not depend on the device's
         // generator) and then moved.
-        let mut vs = nn::VarStore::new(Device::Cpu);
-        let model = build(&vs.root(), spec);
+        let (mut vs, model) = seeded(weights_seed, || {
+            let vs = nn::VarStore::new(Device::Cpu);
+            let model = build(&vs.root(), spec);
+            (vs, model)
+        });
         vs.set_device(device);
         let opt = match optimizer {
             OptimizerSpec::Adam { lr } => nn::Adam::default().build(&vs, lr)?,
@@ -176,8 +178,26 @@ fn build(p: &nn::Path, spec: ModelSpec) -> Box<dyn Module> {
     }
 }
 
+/// libtorch's generator is one per process: seeding it and drawing from it
+/// hold this lock, so two threads (tests, engines) never interleave draws and
+/// the same seed always gives the same values.
+static GLOBAL_RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Run `draw` with libtorch's generator seeded with `seed`, alone.
+pub fn seeded<T>(seed: u64, draw: impl FnOnce() -> T) -> T {
+    let _alone = GLOBAL_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    tch::manual_seed(seed as i64);
+    draw()
+}
+
 /// A synthetic batch of the model's input shape (for warm-up and probes).
 pub fn synthetic_batch(spec: ModelSpec, batch: i64, device: Device) -> (Tensor, Tensor) {
+    let _alone = GLOBAL_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    draw_batch(spec, batch, device)
+}
+
+/// [`synthetic_batch`] for a caller already holding the generator.
+pub fn draw_batch(spec: ModelSpec, batch: i64, device: Device) -> (Tensor, Tensor) {
     let mut shape = vec![batch];
     shape.extend(spec.input_shape());
     let x = Tensor::randn(&shape, (Kind::Float, device));

@@ -6,7 +6,7 @@ use tch::Tensor;
 
 use super::{GridExperiment, RunCtx, UnitError, batch_size_configurations, train_unit};
 use crate::feed::{EpochIter, Feed, FeedError, HostBatch, tensor_bytes};
-use crate::models::{ModelSpec, synthetic_batch};
+use crate::models::ModelSpec;
 use crate::suite::{ExperimentPlan, ExperimentSpec};
 use crate::train::CopyMode;
 
@@ -55,11 +55,12 @@ impl ResidentFeed {
         device: tch::Device,
         seed: u64,
     ) -> ResidentFeed {
-        tch::manual_seed(seed as i64);
         ResidentFeed {
-            batches: (0..steps)
-                .map(|_| synthetic_batch(model, batch, device))
-                .collect(),
+            batches: crate::models::seeded(seed, || {
+                (0..steps)
+                    .map(|_| crate::models::draw_batch(model, batch, device))
+                    .collect()
+            }),
         }
     }
 }
