@@ -3,6 +3,7 @@
 //! B …), so both see the same machine; prints each side's median whole-run steady images/s and
 //! the ratio. The baseline is this build decoding with zune-jpeg at full size, or another
 //! runner binary (an older build) given with `--baseline`.
+use crate::bench_goals::Spread;
 use crate::bench_peers::run_suite;
 use crate::demo::{release_runner, target_dir};
 use anyhow::{Context, Result, bail};
@@ -58,12 +59,6 @@ pub(crate) fn steady_rate(bundle: &Bundle) -> Result<f64> {
         .with_context(|| format!("configuration {} has no whole-run steady samples/s", c.id))
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
     let args = parse(args)?;
     let exe = release_runner(repo, None)?;
@@ -111,19 +106,19 @@ pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
             v.push(steady_rate(&bundle).with_context(|| format!("{}", out.display()))?);
         }
     }
-    println!("{}", render(&base_name, &this, &base));
+    println!("{}", render(&base_name, &this, &base)?);
     Ok(())
 }
 
-pub(crate) fn render(base_name: &str, this: &[f64], base: &[f64]) -> String {
+pub(crate) fn render(base_name: &str, this: &[f64], base: &[f64]) -> Result<String> {
     let list = |v: &[f64]| {
         v.iter()
             .map(|x| format!("{x:.0}"))
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let (t, b) = (median(this), median(base));
-    format!(
+    let (t, b) = (Spread::of(this)?.median, Spread::of(base)?.median);
+    Ok(format!(
         "image-cnn: whole-run steady images/s, image pipeline into the image CNN (CPU), runs\n\
          alternating; median of {} rounds per side\n\n  this build   {t:>7.0}   [{}]\n  \
          baseline     {b:>7.0}   [{}]\n  ({base_name})\n\n  this ÷ baseline = {}\n",
@@ -131,7 +126,7 @@ pub(crate) fn render(base_name: &str, this: &[f64], base: &[f64]) -> String {
         list(this),
         list(base),
         show_ratio(t / b),
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -160,7 +155,8 @@ mod tests {
             "this build, zune-jpeg",
             &[100.0, 120.0, 110.0],
             &[90.0, 100.0, 95.0],
-        );
+        )
+        .unwrap();
         assert!(s.contains("this build       110   [100, 120, 110]"), "{s}");
         assert!(s.contains("baseline          95   [90, 100, 95]"), "{s}");
         assert!(s.contains("this ÷ baseline = 1.16×"), "{s}");

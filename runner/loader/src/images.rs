@@ -143,15 +143,6 @@ impl ImageDirSource {
         &self.files
     }
 
-    /// The decoder and scale this source uses, in words (from the first file).
-    pub fn describe(&self) -> String {
-        let first = std::fs::read(&self.files[0].0).ok();
-        pipeline::describe(&self.spec, first.as_deref())
-            .unwrap_or_else(|e| format!("decoder not available: {e}"))
-    }
-}
-
-impl ImageDirSource {
     /// Sample `index` could not be used, at `stage`.
     fn bad(&self, index: u64, stage: Stage, message: String) -> SampleError {
         SampleError {
@@ -189,6 +180,13 @@ impl Source for ImageDirSource {
     fn sample_dims(&self) -> Vec<usize> {
         let c = self.spec.crop as usize;
         vec![3, c, c]
+    }
+    fn describe(&self) -> Option<String> {
+        let first = std::fs::read(&self.files[0].0).ok();
+        Some(
+            pipeline::describe(&self.spec, first.as_deref())
+                .unwrap_or_else(|e| format!("decoder not available: {e}")),
+        )
     }
     fn load(
         &self,

@@ -29,6 +29,17 @@ pub enum JpegDecoder {
 }
 
 impl JpegDecoder {
+    pub const ALL: [JpegDecoder; 3] = [
+        JpegDecoder::Auto,
+        JpegDecoder::LibjpegTurbo,
+        JpegDecoder::ZuneJpeg,
+    ];
+
+    /// The decoder a suite or the command line names.
+    pub fn from_name(name: &str) -> Option<JpegDecoder> {
+        Self::ALL.into_iter().find(|d| d.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             JpegDecoder::Auto => "auto",
@@ -64,7 +75,7 @@ pub fn describe(spec: &ImageSpec, first: Option<&[u8]>) -> Result<String, String
         (Some(t), true) => {
             s += ", scaled DCT decode (m/8, at most 1/2) where the resize allows";
             if let Some(bytes) = first
-                && let Some((w, h)) = jpeg_size(bytes)
+                && let Some((w, h)) = image_size(bytes)
             {
                 let (n, d) = t.scale_for(w, h, spec.resize);
                 s += &format!(
@@ -81,26 +92,13 @@ pub fn describe(spec: &ImageSpec, first: Option<&[u8]>) -> Result<String, String
     Ok(s)
 }
 
-/// Width and height from a JPEG's SOF marker (no decode), for the summary.
-fn jpeg_size(b: &[u8]) -> Option<(u32, u32)> {
-    if b.get(..2)? != [0xFF, 0xD8] {
-        return None;
-    }
-    let mut i = 2;
-    while i + 9 < b.len() {
-        if b[i] != 0xFF {
-            return None;
-        }
-        let marker = b[i + 1];
-        let len = u16::from_be_bytes([b[i + 2], b[i + 3]]) as usize;
-        if matches!(marker, 0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF) {
-            let h = u16::from_be_bytes([b[i + 5], b[i + 6]]) as u32;
-            let w = u16::from_be_bytes([b[i + 7], b[i + 8]]) as u32;
-            return Some((w, h));
-        }
-        i += 2 + len;
-    }
-    None
+/// Width and height from the file's header (no decode), for the summary.
+fn image_size(bytes: &[u8]) -> Option<(u32, u32)> {
+    image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .ok()?
+        .into_dimensions()
+        .ok()
 }
 
 /// Where the crop sits in the resized image, and whether it is mirrored.
@@ -318,7 +316,7 @@ mod tests {
     }
 
     #[test]
-    fn jpeg_size_reads_the_frame_header() {
+    fn image_size_reads_the_header() {
         let mut buf = Vec::new();
         let img = image::RgbImage::from_pixel(37, 21, image::Rgb([10, 20, 30]));
         img.write_to(
@@ -326,7 +324,7 @@ mod tests {
             image::ImageFormat::Jpeg,
         )
         .unwrap();
-        assert_eq!(jpeg_size(&buf), Some((37, 21)));
-        assert_eq!(jpeg_size(b"not a jpeg"), None);
+        assert_eq!(image_size(&buf), Some((37, 21)));
+        assert_eq!(image_size(b"not a jpeg"), None);
     }
 }

@@ -74,6 +74,11 @@ pub trait Source: Send + Sync {
     }
     /// Dimensions of one sample's input (e.g. `[64]` or `[3, 112, 112]`).
     fn sample_dims(&self) -> Vec<usize>;
+    /// How the source turns files into samples, where that is a choice of
+    /// this machine (the image decoder and its scale), for the bundle.
+    fn describe(&self) -> Option<String> {
+        None
+    }
     /// Load sample `index` into `out` (length = product of `sample_dims`),
     /// return its label; stage times go into `times`.
     fn load(

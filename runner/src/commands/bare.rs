@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::cli::BareImagesArgs;
 use crate::loader::images::ImageDirSource;
-use crate::loader::{SourceSpec, bare};
+use crate::loader::{JpegDecoder, Source, SourceSpec, bare};
 use crate::suite::{ExperimentSpec, load};
 
 pub fn run(args: &BareImagesArgs) -> anyhow::Result<ExitCode> {
@@ -42,7 +42,7 @@ pub fn run(args: &BareImagesArgs) -> anyhow::Result<ExitCode> {
         );
     };
     if let Some(d) = &args.decoder {
-        img.decoder = serde_json::from_value(json!(d)).with_context(|| {
+        img.decoder = JpegDecoder::from_name(d).with_context(|| {
             format!("--decoder {d:?}: expected auto, libjpeg-turbo or zune-jpeg")
         })?;
     }

@@ -72,10 +72,13 @@ impl Common {
     ) -> Result<Common, UnitError> {
         let fail = |e: &dyn std::fmt::Display| UnitError::Failed(e.to_string());
         let seed = rc.seeds.data;
-        let (spec, data_source) = super::source_plan::source_spec(lp, seed, rc.data_dir)?;
+        let (spec, mut data_source) = super::source_plan::source_spec(lp, seed, rc.data_dir)?;
         let (samples, sample_dims) = match &spec {
             Some(spec) => {
                 let probe = super::open_source(spec).map_err(|e| fail(&e))?;
+                if let Some(how) = probe.describe() {
+                    data_source += &format!("; native loader: {how}");
+                }
                 (probe.len(), probe.sample_dims())
             }
             None => (0, Vec::new()),

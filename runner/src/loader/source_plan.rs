@@ -107,13 +107,10 @@ pub(crate) fn source_spec(
                 scaled_decode: *scaled_decode,
                 ..ImageSpec::new(dir, *resize, size as u32)
             };
-            let pipeline = super::images::ImageDirSource::open(&images)
-                .map_err(|e| fail(&e))?
-                .describe();
             (
                 Some(SourceSpec::Images(images)),
                 format!(
-                    "{what}; decode, resize shorter side to {resize}, {} crop {size}, {}normalise (ImageNet mean/std), NCHW float32; native loader: {pipeline}",
+                    "{what}; decode, resize shorter side to {resize}, {} crop {size}, {}normalise (ImageNet mean/std), NCHW float32",
                     if *random_crop { "random" } else { "centre" },
                     if *flip {
                         "random horizontal flip, "

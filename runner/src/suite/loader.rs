@@ -163,11 +163,10 @@ pub(super) fn parse(
                 random_crop: raw.random_crop.unwrap_or(true),
                 decoder: match &raw.decoder {
                     None => JpegDecoder::Auto,
-                    Some(v) => match v.get_ref().as_str() {
-                        "auto" => JpegDecoder::Auto,
-                        "libjpeg-turbo" => JpegDecoder::LibjpegTurbo,
-                        "zune-jpeg" => JpegDecoder::ZuneJpeg,
-                        other => {
+                    Some(v) => match JpegDecoder::from_name(v.get_ref()) {
+                        Some(d) => d,
+                        None => {
+                            let other = v.get_ref();
                             return Err(cx.err(
                                 v.span(),
                                 &at("decoder"),
