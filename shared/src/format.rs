@@ -28,7 +28,7 @@ pub use open::{FAILURE_KINDS, OpenEnum};
 /// The major version this build reads and writes.
 pub const FORMAT_MAJOR: u32 = 1;
 /// The minor version this build writes.
-pub const FORMAT_MINOR: u32 = 1;
+pub const FORMAT_MINOR: u32 = 2;
 
 macro_rules! format_type {
     ($($item:item)*) => {
@@ -39,6 +39,12 @@ macro_rules! format_type {
         )*
     };
 }
+
+mod cost;
+mod ranks;
+
+pub use cost::{CpuCost, CpuPart, CpuPartKind, GpuTimeline, Timeline};
+pub use ranks::{RankHost, RankLayout};
 
 format_type! {
     /// `{major, minor}` of the format a bundle was written in.
@@ -66,6 +72,11 @@ format_type! {
         #[serde(default)]
         pub experiments: Vec<Experiment>,
         pub status: RunStatus,
+        /// Every rank of a merged multi-rank bundle (`stallscope merge`),
+        /// ascending by rank; empty for a single process. Runs carry their
+        /// `rank`. Added in format 1.2.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub ranks: Vec<RankHost>,
         /// Free-form notes (shown as text).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub notes: Vec<String>,
@@ -130,6 +141,10 @@ format_type! {
         pub precision: Option<PrecisionInfo>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub seeds: Option<Seeds>,
+        /// This process's place among the ranks of a distributed run (torchrun,
+        /// Slurm); absent for a single process. Added in format 1.2.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub rank: Option<RankLayout>,
     }
 
     /// The program that wrote the bundle.
@@ -420,6 +435,18 @@ format_type! {
         /// Per-step timings (diagnostic runs only), column-wise.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub steps: Option<StepSeries>,
+        /// The rank that measured this run, in a merged multi-rank bundle.
+        /// Added in format 1.2.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub rank: Option<u32>,
+        /// CPU time the epoch cost, per process and worker thread. Added in
+        /// format 1.2.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub cost: Option<CpuCost>,
+        /// Host (and GPU) counters sampled on a side thread during the epoch.
+        /// Added in format 1.2.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub timeline: Option<Timeline>,
     }
 
     /// Whole-run timing: synchronized only before and after.
@@ -446,7 +473,8 @@ format_type! {
     /// Diagnostic timing: synchronized at every stage boundary.
     ///
     /// Stage statistics cover every step but the first, whose wait is
-    /// `first_next_wait_s`; `step` is the per-step sum of the three stages.
+    /// `first_next_wait_s`; `step` is the per-step sum of the stages
+    /// (next_wait, transfer, compute, and comm when present).
     #[derive(Default)]
     pub struct Diagnostic {
         /// Wall seconds of the whole diagnostic epoch, barriers included.
@@ -470,6 +498,11 @@ format_type! {
         pub transfer: Option<StageStat>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub compute: Option<StageStat>,
+        /// Time in the per-step synchronisation of ranks (the collective or
+        /// barrier), after compute; only in multi-rank runs. Added in format
+        /// 1.2.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub comm: Option<StageStat>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub step: Option<StageStat>,
     }
@@ -499,6 +532,13 @@ format_type! {
         /// Host peak resident set size of the runner process.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub host_peak_rss_bytes: Option<u64>,
+        /// The loader's worker processes: the sum of each one's peak resident
+        /// set size (an upper bound on what they held at once; pages they
+        /// share, such as batches in shared memory, count in each). Absent
+        /// when the workers are threads (their memory is the runner's).
+        /// Added in format 1.2.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub workers_peak_rss_bytes: Option<u64>,
         /// Caching allocator: peak bytes handed to tensors.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub device_peak_allocated_bytes: Option<u64>,
@@ -519,6 +559,10 @@ format_type! {
         pub next_wait_ns: Vec<u64>,
         pub transfer_ns: Vec<u64>,
         pub compute_ns: Vec<u64>,
+        /// Time in the ranks' synchronisation per step; empty for a single
+        /// process, else one entry per step. Added in format 1.2.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub comm_ns: Vec<u64>,
     }
 
     /// What the loader measured about itself (SPDL's metrics).
@@ -588,6 +632,18 @@ format_type! {
         Interrupted { message: String },
         /// Any other error.
         Error { message: String },
+        /// The ranks' per-step synchronisation timed out: a rank died or
+        /// stalled. Added in format 1.2.
+        CommTimeout {
+            /// What timed out, e.g. `barrier at step 41 of epoch 1`.
+            operation: String,
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            timeout_s: Option<f64>,
+            /// The ranks that had not arrived when it timed out.
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            missing_ranks: Vec<u32>,
+            message: String,
+        },
         /// A kind this build does not know, kept with its message when it has
         /// one (accepted only from a bundle of a newer minor; its other
         /// fields are not kept). Added in format 1.1.

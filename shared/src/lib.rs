@@ -8,11 +8,12 @@
 
 pub mod analysis;
 pub mod format;
+pub mod merge;
 pub mod read;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod validate;
 
 pub use format::*;
-pub use read::{MAX_BUNDLE_BYTES, ReadError, parse_bundle, read_bundle};
+pub use read::{MAX_BUNDLE_BYTES, ReadError, parse_bundle, parse_bundle_located, read_bundle};
 pub use validate::{Problem, validate};

@@ -4,10 +4,14 @@
 //! Measured bundles must be complete (both figures of a whole-run run, every
 //! stage of a diagnostic run, the environment); published bundles may carry
 //! only the figures the publication gives, but what they carry must be sane.
+//! The checks of the format 1.2 fields (ranks, comm, CPU cost, timelines)
+//! are in [`format12`].
 
 use std::collections::HashSet;
 
 use crate::format::*;
+
+mod format12;
 
 /// One thing wrong with a bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +59,7 @@ pub fn validate(bundle: &Bundle) -> Vec<Problem> {
         problems: Vec::new(),
         measured: bundle.is_measured(),
         complete: bundle.status.state == RunState::Complete,
+        ranks: (!bundle.ranks.is_empty()).then(|| bundle.ranks.iter().map(|r| r.rank).collect()),
     };
     v.bundle(bundle);
     v.problems
@@ -65,6 +70,8 @@ struct Validator {
     measured: bool,
     /// A partial or running bundle may hold configurations not reached yet.
     complete: bool,
+    /// The ranks a merged bundle lists (`None` for a single process).
+    ranks: Option<HashSet<u32>>,
 }
 
 impl Validator {
@@ -103,6 +110,10 @@ impl Validator {
             }
             Provenance::Measured => self.environment(&b.environment),
         }
+        if let Some(l) = &b.environment.rank {
+            self.rank_layout(l, "$.environment.rank");
+        }
+        self.ranks(&b.ranks);
         let mut ids = HashSet::new();
         for (i, e) in b.experiments.iter().enumerate() {
             let path = format!("$.experiments[{i}]");
@@ -259,6 +270,9 @@ impl Validator {
             }
             self.run(r, &rpath);
         }
+        if let Some(f) = &c.failure {
+            self.comm_timeout(f, &format!("{path}.failure"));
+        }
         if let Some(Failure::OutOfMemory(oom)) = &c.failure
             && let Some(f) = oom.memory_fraction
             && !(f.is_finite() && f > 0.0 && f <= 1.0)
@@ -326,6 +340,7 @@ impl Validator {
                             "one entry per step in every column",
                         );
                     }
+                    self.comm_series(s, &format!("{path}.steps"));
                 }
             }
             // A mode from a newer format (read only from such a bundle): its
@@ -337,6 +352,14 @@ impl Validator {
         }
         if let Some(l) = &r.loader {
             self.loader(l, &format!("{path}.loader"));
+        }
+        self.run_rank(r.rank, path);
+        if let Some(c) = &r.cost {
+            let samples = crate::analysis::run_samples(r);
+            self.cost(c, samples, &format!("{path}.cost"));
+        }
+        if let Some(t) = &r.timeline {
+            self.timeline(t, &format!("{path}.timeline"));
         }
     }
 
@@ -470,6 +493,7 @@ impl Validator {
             ("next_wait", &d.next_wait),
             ("transfer", &d.transfer),
             ("compute", &d.compute),
+            ("comm", &d.comm),
             ("step", &d.step),
         ];
         let present = stages.iter().filter(|(_, s)| s.is_some()).count();
@@ -483,7 +507,7 @@ impl Validator {
         for (name, stat) in stages {
             let spath = format!("{path}.{name}");
             match stat {
-                None if self.measured && name != "step" => {
+                None if self.measured && name != "step" && name != "comm" => {
                     self.push(spath, "missing", format!("the {name} stage's mean, median and p95 (a measured diagnostic run records every stage)"))
                 }
                 None => {}

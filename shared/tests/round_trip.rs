@@ -82,6 +82,7 @@ fn run(g: &mut Gen, k: usize, open: bool) -> Run {
         next_wait: stat(g),
         transfer: stat(g),
         compute: stat(g),
+        comm: stat(g),
         step: stat(g),
         ..Default::default()
     });
@@ -91,6 +92,11 @@ fn run(g: &mut Gen, k: usize, open: bool) -> Run {
             next_wait_ns: (0..n).map(|_| g.next()).collect(),
             transfer_ns: (0..n).map(|_| g.below(1 << 30)).collect(),
             compute_ns: (0..n).map(|_| g.below(1 << 30)).collect(),
+            comm_ns: if g.chance(50) {
+                (0..n).map(|_| g.below(1 << 30)).collect()
+            } else {
+                vec![]
+            },
         }
     });
     Run {
@@ -118,11 +124,61 @@ fn run(g: &mut Gen, k: usize, open: bool) -> Run {
             ..Default::default()
         }),
         steps,
+        rank: g.chance(30).then(|| g.below(1024) as u32),
+        cost: g.chance(40).then(|| cost(g)),
+        timeline: g.chance(40).then(|| timeline(g)),
+    }
+}
+
+fn cost(g: &mut Gen) -> CpuCost {
+    let parts = (0..g.below(4))
+        .map(|_| CpuPart {
+            name: g.text(),
+            kind: *g.pick(&[CpuPartKind::Process, CpuPartKind::Thread]),
+            user_s: g.float().abs(),
+            system_s: g.float().abs(),
+            peak_rss_bytes: g.chance(50).then(|| g.next()),
+        })
+        .collect();
+    CpuCost {
+        wall_s: g.float().abs(),
+        cpu_s: g.float().abs(),
+        cpu_s_per_1000_samples: g.chance(70).then(|| g.float().abs()),
+        parts,
+    }
+}
+
+fn timeline(g: &mut Gen) -> Timeline {
+    let n = g.below(30) as usize;
+    // f32 values survive JSON exactly only when they are f32s to begin with.
+    let cores = (0..n).map(|_| (g.below(6400) as f32) / 100.0).collect();
+    let gpu = g.chance(50).then(|| GpuTimeline {
+        utilization_percent: (0..n).map(|_| g.below(101) as u32).collect(),
+        memory_used_bytes: (0..n).map(|_| g.next()).collect(),
+        sm_clock_mhz: if g.chance(50) {
+            (0..n).map(|_| g.below(3000) as u32).collect()
+        } else {
+            vec![]
+        },
+        pcie_rx_bytes_per_s: (0..n).map(|_| g.next()).collect(),
+        pcie_tx_bytes_per_s: vec![],
+        allocated_bytes: (0..n).map(|_| g.next()).collect(),
+        reserved_bytes: (0..n).map(|_| g.next()).collect(),
+    });
+    Timeline {
+        interval_s: 0.05,
+        t_ms: (0..n).map(|i| 50 * i as u32).collect(),
+        steps: (0..n).map(|i| i as u64).collect(),
+        host_cpu_cores: cores,
+        host_rss_bytes: (0..n).map(|_| g.next()).collect(),
+        gpu_not_available: gpu.is_none().then(|| g.text()),
+        gpu,
+        sampler_cpu_s: g.chance(50).then(|| g.float().abs()),
     }
 }
 
 fn failure(g: &mut Gen, open: bool) -> Failure {
-    match g.below(if open { 6 } else { 5 }) {
+    match g.below(if open { 7 } else { 6 }) {
         0 => Failure::OutOfMemory(OomFailure {
             cap_bytes: g.chance(50).then(|| g.next()),
             memory_fraction: g.chance(50).then(|| g.float()),
@@ -138,6 +194,12 @@ fn failure(g: &mut Gen, open: bool) -> Failure {
         2 => Failure::Panic { message: g.text() },
         3 => Failure::Interrupted { message: g.text() },
         4 => Failure::Error { message: g.text() },
+        5 => Failure::CommTimeout {
+            operation: g.text(),
+            timeout_s: g.chance(50).then(|| g.float().abs()),
+            missing_ranks: (0..g.below(3)).map(|_| g.below(64) as u32).collect(),
+            message: g.text(),
+        },
         _ => Failure::Unknown {
             kind: format!("kind_{}", g.below(5)),
             message: g.chance(50).then(|| g.text()),
@@ -245,6 +307,16 @@ fn bundle(g: &mut Gen) -> Bundle {
                 logical_cores: Some(g.below(512) as u32),
                 ..Default::default()
             }),
+            rank: g.chance(20).then(|| RankLayout {
+                launcher: "slurm".into(),
+                rank: 1,
+                world_size: 2,
+                job_id: Some(g.text()),
+                master_addr: "node-1".into(),
+                master_port: 29500,
+                sync: "tcpstore_barrier".into(),
+                ..Default::default()
+            }),
             ..Default::default()
         },
         experiments: (0..g.below(4) as usize)
@@ -254,6 +326,25 @@ fn bundle(g: &mut Gen) -> Bundle {
             state: *g.pick(&[RunState::Complete, RunState::Partial, RunState::Running]),
             message: g.chance(30).then(|| g.text()),
         },
+        ranks: (0..g.below(3) as u32)
+            .map(|r| RankHost {
+                rank: r,
+                layout: RankLayout {
+                    launcher: "torchrun".into(),
+                    rank: r,
+                    world_size: 3,
+                    local_rank: r,
+                    master_addr: g.text(),
+                    master_port: g.below(65536) as u16,
+                    sync: "tcpstore_barrier".into(),
+                    timeout_s: g.chance(50).then(|| g.float().abs()),
+                    ..Default::default()
+                },
+                host: g.chance(50).then(HostInfo::default),
+                bundle_id: g.chance(50).then(|| g.text()),
+                status: None,
+            })
+            .collect(),
         notes: (0..g.below(2)).map(|_| g.text()).collect::<Vec<_>>(),
     }
 }
@@ -301,4 +392,132 @@ fn a_bundle_of_this_builds_minor_with_an_unknown_value_is_not_written_as_readabl
             .contains("configurations[0].engine: unknown variant \"mystery\""),
         "{err}"
     );
+}
+
+#[test]
+fn validating_generated_bundles_locates_every_problem_and_every_unlisted_rank() {
+    // Generated figures need not be sane, so the validator meets every
+    // shape of the 1.2 fields: it must not panic, must locate each problem,
+    // and must flag each run rank the bundle's `ranks` does not list.
+    let mut g = Gen(0x5EED_0019);
+    let mut ranked = 0;
+    for case in 0..500 {
+        let b = bundle(&mut g);
+        let problems = validate(&b);
+        for p in &problems {
+            assert!(
+                p.path.starts_with('$') && !p.expected.is_empty(),
+                "case {case}: {p}"
+            );
+        }
+        let listed: Vec<u32> = b.ranks.iter().map(|r| r.rank).collect();
+        for (i, e) in b.experiments.iter().enumerate() {
+            for (j, c) in e.configurations.iter().enumerate() {
+                for (k, r) in c.runs.iter().enumerate() {
+                    let Some(rank) = r.rank.filter(|r| !listed.contains(r)) else {
+                        continue;
+                    };
+                    ranked += 1;
+                    let path = format!("$.experiments[{i}].configurations[{j}].runs[{k}].rank");
+                    assert!(
+                        problems
+                            .iter()
+                            .any(|p| p.path == path && p.message.contains(&rank.to_string())),
+                        "case {case}: {path}: {problems:#?}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        ranked > 50,
+        "the generator should give runs unlisted ranks: {ranked}"
+    );
+}
+
+/// A JSON value of a random shape, for mutations.
+fn junk(g: &mut Gen) -> serde_json::Value {
+    use serde_json::json;
+    match g.below(8) {
+        0 => serde_json::Value::Null,
+        1 => json!(g.chance(50)),
+        2 => json!(-(g.below(1000) as i64)),
+        3 => json!(g.float()),
+        4 => json!(g.text()),
+        5 => json!(["x", 1]),
+        6 => json!({"kind": "kind_new", "x": 1}),
+        _ => json!("mode_new"),
+    }
+}
+
+/// One random place in `v`: replace a value there, delete a key, or leave
+/// it (`depth` counts down so the walk ends).
+fn mutate(g: &mut Gen, v: &mut serde_json::Value, depth: u32) {
+    use serde_json::Value;
+    let here = depth == 0 || g.chance(15);
+    match v {
+        Value::Object(map) if !map.is_empty() => {
+            let keys: Vec<String> = map.keys().cloned().collect();
+            let k = g.pick(&keys).clone();
+            if here && g.chance(40) {
+                map.remove(&k);
+            } else if here {
+                map.insert(k, junk(g));
+            } else {
+                mutate(g, map.get_mut(&k).expect("a key of the map"), depth - 1);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            let i = g.below(items.len() as u64) as usize;
+            if here {
+                items[i] = junk(g);
+            } else {
+                mutate(g, &mut items[i], depth - 1);
+            }
+        }
+        _ => *v = junk(g),
+    }
+}
+
+/// `parse_bundle` decodes straight into the types and falls back to the
+/// located decode only when that fails: over generated bundles (of this
+/// minor and newer ones, with unknown values) and random mutations of them
+/// (wrong types, missing keys, other minors and majors, duplicate keys), the
+/// two give the same bundle or the same error, every time.
+#[test]
+fn the_fast_decode_and_the_located_one_agree() {
+    let mut g = Gen(0xFA57_0DEC);
+    let (mut oks, mut errs) = (0, 0);
+    for case in 0..600 {
+        let b = bundle(&mut g);
+        let mut v = serde_json::to_value(&b).unwrap();
+        if g.chance(15) {
+            v["schema_version"]["minor"] = serde_json::json!(g.below(FORMAT_MINOR as u64 + 3));
+        }
+        if g.chance(5) {
+            v["schema_version"]["major"] = serde_json::json!(g.below(3));
+        }
+        for _ in 0..g.below(4) {
+            mutate(&mut g, &mut v, 6);
+        }
+        let mut text = serde_json::to_string(&v).unwrap();
+        if g.chance(5) {
+            // A duplicate key, which a `Value` keeps the last of.
+            text = text.replacen('{', "{\"id\":\"first\",", 1);
+        }
+        let fast = parse_bundle(text.as_bytes());
+        let located = parse_bundle_located(text.as_bytes());
+        match (&fast, &located) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a, b, "case {case}: {text}");
+                oks += 1;
+            }
+            (Err(a), Err(b)) => {
+                assert_eq!(a.to_string(), b.to_string(), "case {case}: {text}");
+                errs += 1;
+            }
+            _ => panic!("case {case}: fast {fast:?} but located {located:?}\n{text}"),
+        }
+    }
+    assert!(oks > 100 && errs > 100, "{oks} read, {errs} refused");
 }

@@ -2,6 +2,7 @@
 //! figure that judges a change (throughput) and the figure that says where
 //! the step's time goes (a diagnostic one, or memory where an experiment has
 //! no diagnostic runs). Which metric that is depends on the experiment kind.
+//! Beside them, the cost columns of format 1.2 runs (CPU, memory, GPU).
 
 use crate::analysis::metric::*;
 use crate::format::{Experiment, ExperimentKind, Phase, TimingMode};
@@ -53,6 +54,26 @@ pub fn key_columns(e: &Experiment, phase: Phase) -> KeyColumns {
         whole_run: first(&whole_run),
         detail: first(&detail),
     }
+}
+
+/// The cost metrics, in the order tables show them (read from whole-run
+/// runs: a diagnostic epoch's CPU also pays for its barriers).
+pub const COST_METRICS: [Metric; 4] = [
+    Metric::CpuSPer1000Samples,
+    Metric::CpuCoresMean,
+    Metric::PeakRssAllBytes,
+    Metric::GpuUtilizationMean,
+];
+
+/// The cost columns of an experiment that any configuration has (format
+/// 1.2 runs), whole-run, for the compact report's cost table; empty for a
+/// bundle without cost figures.
+pub fn cost_columns(e: &Experiment, phase: Phase) -> Vec<MetricKey> {
+    COST_METRICS
+        .into_iter()
+        .map(|m| MetricKey::new(m, TimingMode::WholeRun, phase))
+        .filter(|k| has_metric(e, k))
+        .collect()
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! of a timing mode from a newer format (`TimingMode::Unknown`) are in no
 //! metric ([`unknown_mode_note`]).
 
+use crate::analysis::cost::{cpu_s_per_1000_samples, peak_rss_all_bytes, timeline_mean};
 use crate::analysis::summary::Summary;
 use crate::format::{Configuration, Experiment, OpenEnum, Phase, Run, StageStat, TimingMode};
 
@@ -21,6 +22,10 @@ pub enum Quantity {
     Share,
     /// A plain count.
     Count,
+    /// CPU-seconds (user + system), summed over processes.
+    CpuTime,
+    /// CPU cores busy on average (CPU-seconds ÷ wall seconds).
+    Cores,
 }
 
 /// A metric of one configuration.
@@ -43,6 +48,9 @@ pub enum Metric {
     TransferMedianS,
     ComputeMeanS,
     ComputeMedianS,
+    /// The ranks' per-step synchronisation (multi-rank diagnostic runs).
+    CommMeanS,
+    CommMedianS,
     StepMeanS,
     StepMedianS,
     StepP95S,
@@ -51,6 +59,8 @@ pub enum Metric {
     IteratorCreationS,
     /// Share of the step spent waiting for the next batch (diagnostic).
     WaitShare,
+    /// Share of the step spent in the ranks' synchronisation (diagnostic).
+    CommShare,
     TimeToFirstBatchS,
     /// Share of the consumer's gets that found a batch ready.
     Readiness,
@@ -60,6 +70,14 @@ pub enum Metric {
     DeviceUsedBytes,
     /// Batches held ahead × batch bytes: an estimate of batch contents only.
     PrefetchEstimateBytes,
+    /// CPU-seconds of every process of the run per 1,000 samples.
+    CpuSPer1000Samples,
+    /// CPU-seconds ÷ wall seconds: cores busy on average, every process.
+    CpuCoresMean,
+    /// Host peak RSS of the runner plus its worker processes' peaks.
+    PeakRssAllBytes,
+    /// Mean of the sampled GPU utilisation (NVML), as a share.
+    GpuUtilizationMean,
 }
 
 /// How repeated values of a metric are combined into one figure.
@@ -150,12 +168,15 @@ impl Metric {
             TransferMedianS => "transfer median",
             ComputeMeanS => "compute mean",
             ComputeMedianS => "compute median",
+            CommMeanS => "comm mean",
+            CommMedianS => "comm median",
             StepMeanS => "step mean",
             StepMedianS => "step median",
             StepP95S => "step p95",
             FirstNextWaitS => "first next-wait",
             IteratorCreationS => "iterator creation",
             WaitShare => "wait share",
+            CommShare => "comm share",
             TimeToFirstBatchS => "time to first batch",
             Readiness => "data readiness",
             PeakAllocatedBytes => "peak allocated",
@@ -163,6 +184,10 @@ impl Metric {
             HostPeakRssBytes => "host peak RSS",
             DeviceUsedBytes => "device used",
             PrefetchEstimateBytes => "prefetch estimate",
+            CpuSPer1000Samples => "CPU per 1k samples",
+            CpuCoresMean => "CPU cores",
+            PeakRssAllBytes => "peak RSS (all)",
+            GpuUtilizationMean => "GPU util",
         }
     }
 
@@ -192,8 +217,11 @@ impl Metric {
             ComputeMeanS | ComputeMedianS => {
                 "Forward, loss, backward and optimizer step per step, synchronized after (diagnostic)."
             }
+            CommMeanS | CommMedianS => {
+                "Time per step in the ranks' synchronisation after compute (the barrier or all-reduce), diagnostic: a rank waits here for the slowest rank."
+            }
             StepMeanS | StepMedianS | StepP95S => {
-                "Next-wait + transfer + compute of one step with a barrier between each (diagnostic); the sum is not the whole-run step time."
+                "Next-wait + transfer + compute (+ comm with several ranks) of one step with a barrier between each (diagnostic); the sum is not the whole-run step time."
             }
             FirstNextWaitS => {
                 "The first next() wait of the epoch: worker start-up and first reads, reported apart from the mean."
@@ -203,6 +231,9 @@ impl Metric {
             }
             WaitShare => {
                 "Share of each synchronized step spent waiting for the next batch (diagnostic): where the loop waits, not how fast it is."
+            }
+            CommShare => {
+                "Share of each synchronized step spent in the ranks' synchronisation (diagnostic): time a rank waited for the slowest rank."
             }
             TimeToFirstBatchS => {
                 "From iterator creation until the first batch reached the training loop."
@@ -225,6 +256,18 @@ impl Metric {
             PrefetchEstimateBytes => {
                 "An estimate, not a measurement: batch bytes × workers × prefetch per worker (the batches held ahead). It counts batch contents only — not the data set's copies, work in progress or shared-memory slots — so read it beside the measured host peak RSS."
             }
+            CpuSPer1000Samples => {
+                "CPU-seconds (user + system) of every process of the run — the runner with its threads and each worker process — per 1,000 samples: what the throughput costs in CPU."
+            }
+            CpuCoresMean => {
+                "CPU-seconds of every process of the run ÷ the epoch's wall seconds: how many cores were busy on average."
+            }
+            PeakRssAllBytes => {
+                "The runner's host peak RSS plus each worker process's peak (an upper bound: pages they share count in each)."
+            }
+            GpuUtilizationMean => {
+                "Mean of NVML's utilisation sampled during the epoch: the share of time any kernel ran. A clue, not performance: a higher utilisation without a shorter whole-run epoch is not an improvement."
+            }
         }
     }
 
@@ -234,19 +277,25 @@ impl Metric {
             SamplesPerS => Quantity::Rate,
             BytesPerS => Quantity::Bandwidth,
             Steps => Quantity::Count,
-            WaitShare | Readiness => Quantity::Share,
+            WaitShare | CommShare | Readiness | GpuUtilizationMean => Quantity::Share,
             PeakAllocatedBytes
             | PeakReservedBytes
             | HostPeakRssBytes
             | DeviceUsedBytes
-            | PrefetchEstimateBytes => Quantity::Bytes,
+            | PrefetchEstimateBytes
+            | PeakRssAllBytes => Quantity::Bytes,
+            CpuSPer1000Samples => Quantity::CpuTime,
+            CpuCoresMean => Quantity::Cores,
             _ => Quantity::Duration,
         }
     }
 
-    /// Whether the best cell of a column is marked (not for plain counts).
+    /// Whether the best cell of a column is marked (not for plain counts,
+    /// nor for cores busy or GPU utilisation: more of either is neither
+    /// better nor worse by itself).
     pub fn ranked(self) -> bool {
         self.quantity() != Quantity::Count
+            && !matches!(self, Metric::CpuCoresMean | Metric::GpuUtilizationMean)
     }
 
     pub fn higher_is_better(self) -> bool {
@@ -279,8 +328,10 @@ impl Metric {
             | PeakReservedBytes
             | HostPeakRssBytes
             | DeviceUsedBytes
-            | PrefetchEstimateBytes => None,
+            | PrefetchEstimateBytes
+            | PeakRssAllBytes => None,
             TimeToFirstBatchS | Readiness => None,
+            CpuSPer1000Samples | CpuCoresMean | GpuUtilizationMean => None,
             _ => Some(TimingMode::Diagnostic),
         }
     }
@@ -339,15 +390,10 @@ impl Metric {
             StepP95S => stat(&d?.step, |s| s.p95_s),
             FirstNextWaitS => d?.first_next_wait_s,
             IteratorCreationS => d?.iterator_creation_s,
-            WaitShare => {
-                let d = d?;
-                let wait = d.next_wait.as_ref()?.mean_s?;
-                let step = match d.step.as_ref().and_then(|s| s.mean_s) {
-                    Some(s) => s,
-                    None => wait + d.transfer.as_ref()?.mean_s? + d.compute.as_ref()?.mean_s?,
-                };
-                (step > 0.0).then(|| wait / step)
-            }
+            CommMeanS => stat(&d?.comm, |s| s.mean_s),
+            CommMedianS => stat(&d?.comm, |s| s.median_s),
+            WaitShare => stage_share(d?, d?.next_wait.as_ref()?.mean_s?),
+            CommShare => stage_share(d?, d?.comm.as_ref()?.mean_s?),
             TimeToFirstBatchS => r.loader.as_ref()?.time_to_first_batch_s,
             Readiness => {
                 let q = r.loader.as_ref()?.queues.last()?;
@@ -367,8 +413,47 @@ impl Metric {
             DeviceUsedBytes => r.memory.as_ref()?.device_used_bytes.map(|b| b as f64),
             // Read from the configuration, not from a run: see `metric_values`.
             PrefetchEstimateBytes => None,
+            CpuSPer1000Samples => cpu_s_per_1000_samples(r),
+            CpuCoresMean => {
+                let c = r.cost.as_ref()?;
+                (c.wall_s > 0.0 && c.cpu_s.is_finite()).then(|| c.cpu_s / c.wall_s)
+            }
+            PeakRssAllBytes => peak_rss_all_bytes(r).map(|b| b as f64),
+            GpuUtilizationMean => {
+                let t = r.timeline.as_ref()?;
+                let u: Vec<f64> = t
+                    .gpu
+                    .as_ref()?
+                    .utilization_percent
+                    .iter()
+                    .map(|&p| f64::from(p) / 100.0)
+                    .collect();
+                timeline_mean(&t.t_ms, &u)
+            }
         }
     }
+}
+
+/// A stage's mean over the step's mean: the step is the sum of the stages
+/// (comm included when present) when the run has no step statistics.
+fn stage_share(d: &crate::format::Diagnostic, stage: f64) -> Option<f64> {
+    let mean = |s: &Option<StageStat>| s.as_ref().and_then(|s| s.mean_s);
+    let step = match mean(&d.step) {
+        Some(s) => s,
+        None => {
+            mean(&d.next_wait)?
+                + mean(&d.transfer)?
+                + mean(&d.compute)?
+                + mean(&d.comm).unwrap_or(0.0)
+        }
+    };
+    (step > 0.0).then(|| stage / step)
+}
+
+/// Whether a run's timing mode is one this build knows (whole-run or
+/// diagnostic); runs of a newer format's mode are in no figure.
+pub fn run_mode_known(r: &Run) -> bool {
+    r.timing_mode.unknown().is_none()
 }
 
 /// The runs of a configuration that a key reads. Memory metrics read every

@@ -19,8 +19,9 @@ pub fn diagnostic_from_series(
 ) -> Diagnostic {
     let first = usize::from(s.next_wait_ns.len() > 1);
     let skip = |v: &[u64]| -> Vec<f64> { v.iter().skip(first).map(|&n| n as f64 * 1e-9).collect() };
+    let comm = |i: usize| s.comm_ns.get(i).copied().unwrap_or(0);
     let sums: Vec<u64> = (0..s.next_wait_ns.len())
-        .map(|i| s.next_wait_ns[i] + s.transfer_ns[i] + s.compute_ns[i])
+        .map(|i| s.next_wait_ns[i] + s.transfer_ns[i] + s.compute_ns[i] + comm(i))
         .collect();
     Diagnostic {
         seconds: Some(seconds),
@@ -32,6 +33,7 @@ pub fn diagnostic_from_series(
         next_wait: stage_stat(&skip(&s.next_wait_ns)),
         transfer: stage_stat(&skip(&s.transfer_ns)),
         compute: stage_stat(&skip(&s.compute_ns)),
+        comm: stage_stat(&skip(&s.comm_ns)),
         step: stage_stat(&skip(&sums)),
     }
 }
@@ -69,6 +71,7 @@ mod tests {
             next_wait_ns: waits.to_vec(),
             transfer_ns: vec![10; waits.len()],
             compute_ns: vec![100; waits.len()],
+            comm_ns: Vec::new(),
         }
     }
 

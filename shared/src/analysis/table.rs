@@ -153,6 +153,9 @@ pub fn default_columns(e: &Experiment, phase: Phase) -> Vec<MetricKey> {
             mem(HostPeakRssBytes),
         ],
     };
+    // Every kind: the comm stage of multi-rank runs, then what it cost.
+    keys.extend([d(CommMeanS), d(CommShare)]);
+    keys.extend(crate::analysis::key::COST_METRICS.map(w));
     keys.dedup();
     keys.retain(|k| has_metric(e, k));
     keys
@@ -323,6 +326,22 @@ pub fn failure_text(f: &Failure) -> String {
         Failure::Panic { message } => format!("panicked: {message}"),
         Failure::Interrupted { message } => format!("interrupted: {message}"),
         Failure::Error { message } => format!("error: {message}"),
+        Failure::CommTimeout {
+            operation,
+            missing_ranks,
+            message,
+            ..
+        } => {
+            let missing = match missing_ranks.as_slice() {
+                [] => String::new(),
+                [r] => format!(", waiting for rank {r}"),
+                rs => {
+                    let list: Vec<String> = rs.iter().map(u32::to_string).collect();
+                    format!(", waiting for ranks {}", list.join(", "))
+                }
+            };
+            format!("timed out in the {operation}{missing}: {message}")
+        }
         Failure::Unknown { kind, message } => match message {
             Some(m) => format!("{kind} (a failure kind from a newer format): {m}"),
             None => format!("{kind} (a failure kind from a newer format)"),

@@ -99,6 +99,26 @@ impl Unit {
                 factor: 1.0,
                 decimals: 0,
             },
+            Quantity::CpuTime => {
+                if typical >= 1.0 {
+                    Unit {
+                        suffix: "CPU-s",
+                        factor: 1.0,
+                        decimals: 2,
+                    }
+                } else {
+                    Unit {
+                        suffix: "CPU-ms",
+                        factor: 1e3,
+                        decimals: 1,
+                    }
+                }
+            }
+            Quantity::Cores => Unit {
+                suffix: "cores",
+                factor: 1.0,
+                decimals: 2,
+            },
         }
     }
 
@@ -198,5 +218,9 @@ mod tests {
         assert_eq!(u.show(111_358_771.0), "106.2 MiB");
         let u = Unit::for_values(Quantity::Rate, &[16062.0, 37332.0]);
         assert_eq!(u.show(16062.0), "16,062/s");
+        let u = Unit::for_values(Quantity::CpuTime, &[0.0421, 0.2]);
+        assert_eq!(u.show(0.0421), "42.1 CPU-ms");
+        let u = Unit::for_values(Quantity::Cores, &[1.94]);
+        assert_eq!(u.show(1.94), "1.94 cores");
     }
 }

@@ -346,7 +346,30 @@ pub fn verdict_in(e: &Experiment, version: SchemaVersion) -> Option<Verdict> {
     verdict_at(e, Some(version))
 }
 
+/// The experiment's verdict followed by its cost verdict
+/// ([`crate::analysis::cost_verdict`]), when the runs have cost figures.
 fn verdict_at(e: &Experiment, version: Option<SchemaVersion>) -> Option<Verdict> {
+    let v = verdict_of_kind(e, version);
+    if e.not_applicable.is_some() {
+        return v;
+    }
+    let Some(cost) = crate::analysis::cost_verdict(e) else {
+        return v;
+    };
+    Some(match v {
+        Some(mut v) => {
+            v.headline = format!("{} {cost}", v.headline);
+            v
+        }
+        None => Verdict {
+            headline: cost,
+            figure: format!("whole-run {} epochs: CPU cost", preferred_phase(e).as_str()),
+            mode: Some(TimingMode::WholeRun),
+        },
+    })
+}
+
+fn verdict_of_kind(e: &Experiment, version: Option<SchemaVersion>) -> Option<Verdict> {
     if let Some(reason) = &e.not_applicable {
         return Some(Verdict {
             headline: format!("Not applicable here: {reason}"),

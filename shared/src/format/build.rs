@@ -5,12 +5,29 @@
 use std::collections::BTreeMap;
 
 use crate::format::{
-    Configuration, Engine, Experiment, ExperimentKind, Failure, ParamValue, Phase, Run, TimingMode,
-    WholeRun,
+    Configuration, DeviceInfo, DeviceKind, Engine, Experiment, ExperimentKind, Failure, ParamValue,
+    Phase, Run, TimingMode, WholeRun,
 };
 
 /// What an absent `engine` means.
 static NATIVE: Engine = Engine::Native;
+
+impl DeviceInfo {
+    /// A device of `kind` called `name`, nothing else known yet.
+    pub fn new(kind: DeviceKind, name: impl Into<String>) -> Self {
+        DeviceInfo {
+            kind,
+            name: name.into(),
+            index: None,
+            memory_total_bytes: None,
+            driver: None,
+            cuda_runtime: None,
+            compute_capability: None,
+            backend: None,
+            device_type: None,
+        }
+    }
+}
 
 impl Configuration {
     /// A configuration with no parameters, runs or failure yet.
@@ -150,6 +167,9 @@ impl Run {
             memory: None,
             loader: None,
             steps: None,
+            rank: None,
+            cost: None,
+            timeline: None,
         }
     }
 }

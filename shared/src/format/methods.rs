@@ -79,6 +79,7 @@ impl Failure {
             Failure::Panic { .. } => "panic",
             Failure::Interrupted { .. } => "interrupted",
             Failure::Error { .. } => "error",
+            Failure::CommTimeout { .. } => "comm_timeout",
             Failure::Unknown { kind, .. } => kind,
         }
     }

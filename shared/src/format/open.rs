@@ -22,6 +22,7 @@ pub const FAILURE_KINDS: &[&str] = &[
     "panic",
     "interrupted",
     "error",
+    "comm_timeout",
 ];
 
 /// A format enum that keeps values it does not know.

@@ -1,0 +1,189 @@
+//! What a configuration's throughput costs besides time (format 1.2): CPU-
+//! seconds per 1,000 samples, cores busy, peak memory of every process and
+//! the sampled GPU utilisation, and the cost verdict of an experiment against
+//! its baseline (with the warning that a higher GPU utilisation without a
+//! shorter whole-run epoch is not an improvement).
+
+use crate::analysis::metric::{Metric, MetricKey, metric_summary, metric_value, preferred_phase};
+use crate::analysis::summary::Summary;
+use crate::analysis::units::{show_percent, show_ratio};
+use crate::format::{Configuration, Experiment, Phase, Run, TimingMode};
+
+/// A rise of the mean GPU utilisation smaller than this (a share, 5 points)
+/// is not called a rise.
+pub const GPU_UTILIZATION_RISE: f64 = 0.05;
+
+/// The cost figures of one configuration, read from runs of one timing mode
+/// and phase (whole-run by default: diagnostic runs pay for their barriers).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostSummary {
+    pub mode: TimingMode,
+    pub phase: Phase,
+    /// CPU-seconds of every process per 1,000 samples, over the runs.
+    pub cpu_s_per_1000_samples: Option<Summary>,
+    /// CPU-seconds ÷ wall seconds per run (cores busy on average), over the runs.
+    pub cpu_cores_mean: Option<Summary>,
+    /// The largest of the runs' host peak RSS + worker processes' peak RSS.
+    pub peak_rss_all_bytes: Option<f64>,
+    /// Median over the runs of the mean sampled GPU utilisation, in percent.
+    pub gpu_utilization_mean_percent: Option<f64>,
+    /// Median over the runs of the mean sampled host CPU, in cores (the
+    /// timeline's view; `cpu_cores_mean` is the counters' over the epoch).
+    pub host_cpu_mean_cores: Option<f64>,
+}
+
+/// [`cost_summary_at`] of the whole-run runs, steady when the configuration
+/// has steady runs, else cold.
+pub fn cost_summary(c: &Configuration) -> CostSummary {
+    let phase = if c.runs.iter().any(|r| r.phase == Phase::Steady) {
+        Phase::Steady
+    } else {
+        Phase::Cold
+    };
+    cost_summary_at(c, TimingMode::WholeRun, phase)
+}
+
+/// The cost figures of a configuration's runs of one mode and phase.
+pub fn cost_summary_at(c: &Configuration, mode: TimingMode, phase: Phase) -> CostSummary {
+    let key = |m| MetricKey::new(m, mode.clone(), phase);
+    let host_cores: Vec<f64> = c
+        .runs
+        .iter()
+        .filter(|r| r.phase == phase && r.timing_mode == mode)
+        .filter_map(timeline_cpu_cores_mean)
+        .collect();
+    CostSummary {
+        cpu_s_per_1000_samples: metric_summary(c, &key(Metric::CpuSPer1000Samples)),
+        cpu_cores_mean: metric_summary(c, &key(Metric::CpuCoresMean)),
+        peak_rss_all_bytes: metric_value(c, &key(Metric::PeakRssAllBytes)),
+        gpu_utilization_mean_percent: metric_value(c, &key(Metric::GpuUtilizationMean))
+            .map(|s| s * 100.0),
+        host_cpu_mean_cores: Summary::of(&host_cores).map(|s| s.median),
+        mode,
+        phase,
+    }
+}
+
+/// The timeline's mean host CPU of a run, in cores.
+pub fn timeline_cpu_cores_mean(r: &Run) -> Option<f64> {
+    let t = r.timeline.as_ref()?;
+    let v: Vec<f64> = t.host_cpu_cores.iter().map(|&c| f64::from(c)).collect();
+    timeline_mean(&t.t_ms, &v)
+}
+
+/// The cost verdict of an experiment against its baseline (the experiment's,
+/// else its first configuration), from whole-run runs of the preferred
+/// phase: the fastest other configuration's throughput against its CPU per
+/// sample ("4 threads: 1.90× the samples/s for 2.10× the CPU-seconds per
+/// sample"), and for every configuration whose mean GPU utilisation rose by
+/// [`GPU_UTILIZATION_RISE`] or more while its whole-run epoch did not get
+/// shorter beyond the noise (the larger spread of the two), a warning.
+/// `None` when the experiment has no such figures.
+pub fn cost_verdict(e: &Experiment) -> Option<String> {
+    let phase = preferred_phase(e);
+    let key = |m| MetricKey::new(m, TimingMode::WholeRun, phase);
+    let base = e
+        .baseline
+        .as_deref()
+        .and_then(|b| e.configuration(b))
+        .or_else(|| e.configurations.first())?;
+    let mut out: Vec<String> = Vec::new();
+    let (rate, cpu) = (key(Metric::SamplesPerS), key(Metric::CpuSPer1000Samples));
+    if let (Some(br), Some(bc)) = (metric_value(base, &rate), metric_value(base, &cpu))
+        && br > 0.0
+        && bc > 0.0
+    {
+        let fastest = e
+            .configurations
+            .iter()
+            .filter(|c| c.id != base.id)
+            .filter_map(|c| Some((c, metric_value(c, &rate)?, metric_value(c, &cpu)?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((c, r, cs)) = fastest {
+            out.push(format!(
+                "{}: {} the samples/s for {} the CPU-seconds per sample of {}.",
+                c.label,
+                show_ratio(r / br),
+                show_ratio(cs / bc),
+                base.label
+            ));
+        }
+    }
+    let (util, epoch) = (key(Metric::GpuUtilizationMean), key(Metric::EpochS));
+    if let (Some(bu), Some(be)) = (metric_value(base, &util), metric_summary(base, &epoch)) {
+        for c in e.configurations.iter().filter(|c| c.id != base.id) {
+            let (Some(u), Some(ce)) = (metric_value(c, &util), metric_summary(c, &epoch)) else {
+                continue;
+            };
+            let noise = be.spread.max(ce.spread);
+            let shorter = ce.median < be.median * (1.0 - noise);
+            if u - bu >= GPU_UTILIZATION_RISE && !shorter {
+                out.push(format!(
+                    "{}: GPU utilisation rose from {} to {} but the whole-run epoch did not get shorter ({:.3} s against {:.3} s): not an improvement.",
+                    c.label,
+                    show_percent(bu),
+                    show_percent(u),
+                    ce.median,
+                    be.median
+                ));
+            }
+        }
+    }
+    (!out.is_empty()).then(|| out.join(" "))
+}
+
+/// A run's CPU-seconds per 1,000 samples: as recorded, else `cpu_s` ÷ the
+/// run's samples × 1,000.
+pub fn cpu_s_per_1000_samples(r: &Run) -> Option<f64> {
+    let c = r.cost.as_ref()?;
+    if let Some(v) = c.cpu_s_per_1000_samples {
+        return Some(v);
+    }
+    let samples = run_samples(r).filter(|n| *n > 0)?;
+    Some(c.cpu_s / samples as f64 * 1000.0)
+}
+
+/// The samples of a run's epoch, whatever its mode.
+pub fn run_samples(r: &Run) -> Option<u64> {
+    match r.timing_mode {
+        TimingMode::WholeRun => r.whole_run.as_ref()?.samples,
+        TimingMode::Diagnostic => r.diagnostic.as_ref()?.samples,
+        TimingMode::Unknown(_) => None,
+    }
+}
+
+/// The runner's host peak RSS plus its worker processes' (format 1.2). A run
+/// without worker processes counts the runner alone, but only when it was
+/// measured in format 1.2 (it has a CPU cost): an older run says nothing
+/// about its workers, so it gives nothing rather than a partial figure.
+pub fn peak_rss_all_bytes(r: &Run) -> Option<u64> {
+    let m = r.memory.as_ref()?;
+    let host = m.host_peak_rss_bytes?;
+    match m.workers_peak_rss_bytes {
+        Some(w) => Some(host.saturating_add(w)),
+        None => r.cost.as_ref().map(|_| host),
+    }
+}
+
+/// The mean of a sampled series, each sample weighted by the time since the
+/// previous one (the first by its own time since the epoch started); the
+/// plain mean when the times do not advance. `None` for an empty series or
+/// one whose length is not the timeline's.
+pub fn timeline_mean(t_ms: &[u32], values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.len() != t_ms.len() {
+        return None;
+    }
+    let mut prev = 0u32;
+    let (mut sum, mut weight) = (0.0, 0.0);
+    for (&t, &v) in t_ms.iter().zip(values) {
+        let dt = f64::from(t.saturating_sub(prev));
+        prev = prev.max(t);
+        sum += v * dt;
+        weight += dt;
+    }
+    if weight > 0.0 {
+        Some(sum / weight)
+    } else {
+        Some(values.iter().sum::<f64>() / values.len() as f64)
+    }
+}
