@@ -83,8 +83,22 @@ def run(out: Output, state: State) -> None:
         "sample_shape": list(source.sample_shape),
         "batch_bytes": req.loader.batch_size * (source.sample_bytes + 8),
     })
-    run_modes(req, engine, batches, DeviceCtx(device, req.non_blocking), out, fault, state)
-    out.emit({"type": "done"})
+    ranks = None
+    if req.dist is not None:
+        from .dist import DistSpec, Ranks
+
+        state.stage = "setup"
+        ranks = Ranks(DistSpec(**req.dist), device)
+    trainers = run_modes(req, engine, batches, DeviceCtx(device, req.non_blocking), out, fault,
+                         state, ranks)
+    done = {"type": "done"}
+    if ranks is not None:
+        from .dist import weights_digest
+
+        # Equal on every rank when the gradients were averaged: the tests compare them.
+        done["weights"] = [weights_digest(t.module) for t in trainers]
+        ranks.close()
+    out.emit(done)
 
 
 def _stop_children() -> None:

@@ -48,6 +48,7 @@ class EpochResult:
     next_wait_ns: list[int] | None = None
     transfer_ns: list[int] | None = None
     compute_ns: list[int] | None = None
+    comm_ns: list[int] | None = None
 
 
 def _check_batch(batch: Any) -> None:
@@ -100,6 +101,8 @@ def diagnostic_epoch(loader: Iterable, trainer: Trainer | None, ctx: DeviceCtx, 
     waits: list[int] = []
     transfers: list[int] = []
     computes: list[int] = []
+    comms: list[int] = []
+    apart = trainer is not None and trainer.ranks is not None
     samples = steps = nbytes = 0
     first_ns = None
     sync()
@@ -131,9 +134,14 @@ def diagnostic_epoch(loader: Iterable, trainer: Trainer | None, ctx: DeviceCtx, 
             y = y.to(device, dtype=i64, non_blocking=nb)
             sync()
             t2 = _ns()
-            trainer.step(x, y)
-            sync()
-            t3 = _ns()
+            if apart:
+                compute, comm = trainer.step_apart(x, y, sync)
+                t3 = t2 + compute
+                comms.append(comm)
+            else:
+                trainer.step(x, y)
+                sync()
+                t3 = _ns()
         else:
             t2 = t3 = t1
         waits.append(t1 - t0)
@@ -145,7 +153,7 @@ def diagnostic_epoch(loader: Iterable, trainer: Trainer | None, ctx: DeviceCtx, 
     seconds = (_ns() - start) / 1e9
     return EpochResult(seconds, samples, steps, nbytes,
                        None if first_ns is None else first_ns / 1e9,
-                       creation_ns / 1e9, waits, transfers, computes)
+                       creation_ns / 1e9, waits, transfers, computes, comms if apart else None)
 
 
 def peak_rss() -> tuple[int, int | None]:
@@ -171,18 +179,25 @@ def epoch_line(mode: str, epoch: int, r: EpochResult, stats: dict) -> dict:
     if mode == "diagnostic":
         line.update(iterator_creation_s=r.iterator_creation_s, next_wait_ns=r.next_wait_ns,
                     transfer_ns=r.transfer_ns, compute_ns=r.compute_ns)
+        if r.comm_ns is not None:
+            line["comm_ns"] = r.comm_ns
     line["loader"] = {"time_to_first_batch_s": r.time_to_first_batch_s,
                       "stages": stats.get("stages", []), "queues": stats.get("queues", [])}
     return line
 
 
-def run_modes(req, engine, batches: list[list[list[int]]], ctx: DeviceCtx, out, fault, state) -> None:
-    """Each mode: fresh model and loader, an untimed warm-up step, then the timed epochs."""
+def run_modes(req, engine, batches: list[list[list[int]]], ctx: DeviceCtx, out, fault, state,
+              ranks=None) -> list[Trainer]:
+    """Each mode: fresh model and loader, an untimed warm-up step, then the timed epochs.
+
+    Returns each mode's trainer (their weights are compared across ranks)."""
+    trainers = []
     for mode_index, mode in enumerate(req.modes):
         state.stage = "setup"
         trainer = None
         if req.model["name"] != "none":
-            trainer = Trainer(req.model, req.optimizer, ctx.device, req.weights_seed)
+            trainer = Trainer(req.model, req.optimizer, ctx.device, req.weights_seed, ranks)
+            trainers.append(trainer)
             x, y = trainer.synthetic_batch(req.loader.batch_size)
             trainer.step(x, y)
             ctx.sync()
@@ -200,3 +215,4 @@ def run_modes(req, engine, batches: list[list[list[int]]], ctx: DeviceCtx, out, 
             out.emit(epoch_line(mode, e, result, engine.epoch_stats()))
         state.stage = "epoch"
         engine.close_mode()
+    return trainers

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+_ns = time.perf_counter_ns
 
 
 def input_shape(model: dict) -> list[int] | None:
@@ -54,12 +58,16 @@ def parameter_count(module: nn.Module) -> int:
 class Trainer:
     """A model on a device with its optimizer: one configuration's training step."""
 
-    def __init__(self, model: dict, optimizer: dict, device: torch.device, weights_seed: int) -> None:
+    def __init__(self, model: dict, optimizer: dict, device: torch.device, weights_seed: int,
+                 ranks=None) -> None:
         torch.manual_seed(weights_seed)
         # Weights are drawn on the CPU (independent of the device's generator), then moved.
         self.module = build(model).to(device)
         self.spec = model
         self.device = device
+        # With ranks, the step runs through DistributedDataParallel (dist.Ranks).
+        self.ranks = ranks
+        self.net = ranks.wrap(self.module) if ranks is not None else self.module
         params = self.module.parameters()
         if optimizer["name"] == "sgd":
             self.opt = torch.optim.SGD(params, lr=optimizer["lr"])
@@ -69,9 +77,30 @@ class Trainer:
     def step(self, x: torch.Tensor, y: torch.Tensor) -> None:
         """zero_grad (to None), forward, mean cross-entropy, backward, step; reads nothing back."""
         self.opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(self.module(x), y)
+        loss = F.cross_entropy(self.net(x), y)
         loss.backward()
         self.opt.step()
+
+    def step_apart(self, x: torch.Tensor, y: torch.Tensor, sync) -> tuple[int, int]:
+        """A step with ranks, its gradient all-reduce timed apart: (compute_ns, comm_ns).
+
+        Backward runs under DDP's `no_sync()`; the all-reduce of the gradients
+        (one flat bucket, averaged) follows between synchronisations, then the
+        optimizer step. Compute is the forward, backward and optimizer step.
+        """
+        t0 = _ns()
+        self.opt.zero_grad(set_to_none=True)
+        with self.net.no_sync():
+            loss = F.cross_entropy(self.net(x), y)
+            loss.backward()
+        sync()
+        ta = _ns()
+        self.ranks.all_reduce_grads(self.module)
+        sync()
+        tb = _ns()
+        self.opt.step()
+        sync()
+        return (ta - t0) + (_ns() - tb), tb - ta
 
     def synthetic_batch(self, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
         x = torch.randn([batch_size, *input_shape(self.spec)], device=self.device)

@@ -110,6 +110,7 @@ class Request:
     shuffle: bool
     shuffle_seed: int
     augment_seed: int
+    dist: dict[str, Any] | None = None
 
 
 def _kind(value: Any) -> str:
@@ -326,7 +327,8 @@ def parse_request(text: str) -> Request:
     _keys(obj, where,
           ("protocol", "engine", "device", "weights_seed", "model", "source", "loader",
            "non_blocking", "epochs", "modes"),
-          ("torch_threads", "optimizer", "batches", "shuffle", "shuffle_seed", "augment_seed"))
+          ("torch_threads", "optimizer", "batches", "shuffle", "shuffle_seed", "augment_seed",
+           "dist"))
     protocol = _int(obj, "protocol", where, None)
     if protocol != PROTOCOL:
         raise RequestError(f"request.protocol: this harness speaks protocol {PROTOCOL}, got {protocol}")
@@ -380,4 +382,25 @@ def parse_request(text: str) -> Request:
         shuffle=shuffle,
         shuffle_seed=shuffle_seed,
         augment_seed=_int(obj, "augment_seed", where, 0) if "augment_seed" in obj else 0,
+        dist=_dist(obj["dist"], model) if obj.get("dist") is not None else None,
     )
+
+
+def _dist(obj: Any, model: dict) -> dict[str, Any]:
+    """`dist`: this rank's place and the runner's c10d store to build the process group on."""
+    where = "request.dist"
+    _keys(obj, where, ("rank", "world_size", "master_addr", "master_port", "prefix", "timeout_s"))
+    world = _int(obj, "world_size", where, 1)
+    rank = _int(obj, "rank", where, 0)
+    if rank >= world:
+        raise RequestError(f"{where}.rank: expected below world_size {world}, got {rank}")
+    port = _int(obj, "master_port", where, 1)
+    if port > 65535:
+        raise RequestError(f"{where}.master_port: expected at most 65535, got {port}")
+    timeout = obj["timeout_s"]
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise RequestError(f"{where}.timeout_s: expected a positive number, got {timeout!r}")
+    if model["name"] == "none":
+        raise RequestError(f"{where}: model 'none' has no gradients to all-reduce")
+    return {"rank": rank, "world_size": world, "master_addr": _str(obj, "master_addr", where),
+            "master_port": port, "prefix": _str(obj, "prefix", where), "timeout_s": float(timeout)}
