@@ -13,6 +13,7 @@ fn main() {
     build_web_dist::embed();
     build_harness::embed();
     println!("cargo:rerun-if-changed=src/shim/shim.cpp");
+    println!("cargo:rerun-if-changed=src/shim/store.cpp");
     println!("cargo:rerun-if-env-changed=LIBTORCH");
     println!("cargo:rerun-if-env-changed=LIBTORCH_INCLUDE");
     let include = std::env::var_os("LIBTORCH_INCLUDE")
@@ -37,6 +38,7 @@ fn main() {
         .flag_if_supported("-Wno-unused-parameter")
         .warnings(false)
         .file("src/shim/shim.cpp")
+        .file("src/shim/store.cpp")
         .compile("stallscope_shim");
 
     let commit = Command::new("git")

@@ -1,8 +1,9 @@
-//! The cost of the runner's whole-run instrumentation: the same training
-//! epochs run bare (a plain loop over the feed) and through
-//! `train::run_epoch` in whole-run mode, interleaved in one process for
-//! several rounds (alternating which goes first); prints the medians and the
-//! ratio. Target: under 1% overhead.
+//! The cost of the runner's whole-run instrumentation and of the timeline
+//! sampler: the same training epochs run bare (a plain loop over the feed),
+//! through `train::run_epoch` in whole-run mode with the sampler off, and
+//! with it on, interleaved in one process for several rounds (the order
+//! rotated each round); prints the medians and the ratios. Target: under 1%
+//! for each.
 //!
 //! `cargo xtask bench overhead [-- ROUNDS]` (default 15 rounds), on the CPU
 //! with one libtorch thread.
@@ -39,6 +40,37 @@ fn bare_epoch(trainer: &mut Trainer, feed: &mut dyn Feed, ctx: &DeviceCtx, epoch
     }
     ctx.synchronize();
     t0.elapsed().as_secs_f64()
+}
+
+/// One arm's epochs: the runner's epoch seconds and the wall time of the
+/// whole call (sampler start and join included).
+#[derive(Default)]
+struct Arm {
+    inner: Vec<f64>,
+    outer: Vec<f64>,
+    samples: Vec<f64>,
+    sampler_cpu: Vec<f64>,
+}
+
+impl Arm {
+    fn range(&self) -> (f64, f64) {
+        let lo = self.inner.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = self.inner.iter().copied().fold(0.0, f64::max);
+        (lo * 1e3, hi * 1e3)
+    }
+}
+
+/// The ratio of medians and the median of paired (same-round) ratios.
+fn ratio_line(what: &str, a: &[f64], b: &[f64]) {
+    let mut paired: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+    let paired = median(&mut paired);
+    let of_medians = median(&mut a.to_vec()) / median(&mut b.to_vec());
+    println!("  {what}:");
+    println!(
+        "    ratio of medians {of_medians:.4} ({:+.2}%), median paired ratio {paired:.4} ({:+.2}%)",
+        (of_medians - 1.0) * 100.0,
+        (paired - 1.0) * 100.0
+    );
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -81,7 +113,11 @@ fn main() {
         },
     ];
     println!(
-        "whole-run instrumentation overhead, {rounds} rounds (×10 for the short epochs), CPU (libtorch threads: {})",
+        "whole-run instrumentation and timeline sampler overhead, {rounds} rounds \
+         (×10 for short epochs)"
+    );
+    println!(
+        "CPU, libtorch threads: {}; arms interleaved, order rotated each round",
         tch::get_num_threads()
     );
     for case in &cases {
@@ -97,53 +133,84 @@ fn main() {
         warm_up(&mut trainer, &ctx, case.batch as i64).expect("warm-up");
         // One untimed epoch of each so caches and the allocator settle.
         bare_epoch(&mut trainer, &mut feed, &ctx, 0);
-        let (mut bare, mut instrumented) = (Vec::new(), Vec::new());
+        // Three arms, their order rotated every round: bare, the runner's
+        // epoch with the timeline sampler off, and with it on.
+        let mut arms: [Arm; 3] = Default::default();
         for round in 0..rounds * case.rounds_factor {
             let slot = EpochSlot {
                 mode: TimingMode::WholeRun,
                 repeat: 0,
                 epoch: round as u32 + 1,
             };
-            let timed = |trainer: &mut Trainer, feed: &mut dyn Feed| {
-                // The epoch seconds the runner records (synchronized before
-                // and after, counting inside): the same region bare_epoch times.
-                let run = run_epoch(
-                    trainer,
-                    feed,
-                    &ctx,
-                    CopyMode::default(),
-                    slot.clone(),
-                    &stop,
-                )
-                .expect("epoch");
-                run.whole_run
-                    .and_then(|w| w.seconds)
-                    .expect("whole-run seconds")
-            };
-            if round % 2 == 0 {
-                bare.push(bare_epoch(&mut trainer, &mut feed, &ctx, slot.epoch));
-                instrumented.push(timed(&mut trainer, &mut feed));
-            } else {
-                instrumented.push(timed(&mut trainer, &mut feed));
-                bare.push(bare_epoch(&mut trainer, &mut feed, &ctx, slot.epoch));
+            for k in 0..3 {
+                let arm = (round + k) % 3;
+                let t0 = Instant::now();
+                let inner = if arm == 0 {
+                    bare_epoch(&mut trainer, &mut feed, &ctx, slot.epoch)
+                } else {
+                    stallscope::cost::set_timeline(arm == 2);
+                    // The epoch seconds the runner records (synchronized
+                    // before and after, counting inside): the region
+                    // bare_epoch times.
+                    let run = run_epoch(
+                        &mut trainer,
+                        &mut feed,
+                        &ctx,
+                        CopyMode::default(),
+                        slot.clone(),
+                        &stop,
+                    )
+                    .expect("epoch");
+                    if let Some(tl) = &run.timeline {
+                        arms[arm].samples.push(tl.t_ms.len() as f64);
+                        arms[arm].sampler_cpu.push(tl.sampler_cpu_s.unwrap_or(0.0));
+                    }
+                    run.whole_run
+                        .and_then(|w| w.seconds)
+                        .expect("whole-run seconds")
+                };
+                arms[arm].inner.push(inner);
+                arms[arm].outer.push(t0.elapsed().as_secs_f64());
             }
         }
-        let mut paired: Vec<f64> = instrumented.iter().zip(&bare).map(|(i, b)| i / b).collect();
-        let paired = median(&mut paired);
-        let (b, i) = (median(&mut bare), median(&mut instrumented));
+        stallscope::cost::set_timeline(true);
+        println!("{}", case.name);
+        let [bare, off, on] = &mut arms;
+        for (name, arm) in [
+            ("bare", &mut *bare),
+            ("sampler off", &mut *off),
+            ("sampler on", &mut *on),
+        ] {
+            let (lo, hi) = arm.range();
+            let mut outside: Vec<f64> = arm
+                .outer
+                .iter()
+                .zip(&arm.inner)
+                .map(|(o, i)| o - i)
+                .collect();
+            println!(
+                "  {name:<12} epoch median {:9.3} ms [{lo:.3}–{hi:.3}], outside the clock {:.3} ms",
+                median(&mut arm.inner.clone()) * 1e3,
+                median(&mut outside) * 1e3,
+            );
+        }
+        ratio_line(
+            "instrumentation (sampler off ÷ bare), epoch",
+            &off.inner,
+            &bare.inner,
+        );
+        ratio_line("sampler (on ÷ off), epoch", &on.inner, &off.inner);
+        ratio_line(
+            "sampler (on ÷ off), with start/finish",
+            &on.outer,
+            &off.outer,
+        );
+        let cpu: f64 = on.sampler_cpu.iter().sum();
+        let wall: f64 = on.outer.iter().sum();
         println!(
-            "{}\n  bare median {:.3} ms [{:.3}–{:.3}]  instrumented median {:.3} ms [{:.3}–{:.3}]  ratio of medians {:.4} ({:+.2}%)  median of paired ratios {:.4} ({:+.2}%)",
-            case.name,
-            b * 1e3,
-            bare[0] * 1e3,
-            bare[bare.len() - 1] * 1e3,
-            i * 1e3,
-            instrumented[0] * 1e3,
-            instrumented[instrumented.len() - 1] * 1e3,
-            i / b,
-            (i / b - 1.0) * 100.0,
-            paired,
-            (paired - 1.0) * 100.0
+            "  sampler thread: {:.1} samples per epoch, {:.3}% of one core over the epochs",
+            median(&mut on.samples.clone()),
+            cpu / wall * 100.0
         );
     }
 }

@@ -60,6 +60,18 @@ pub fn read(path: &Path) -> Result<Bundle, BundleFileError> {
 
 /// Write a bundle atomically: `<path>.tmp-<pid>` then rename over `path`.
 pub fn write_atomic(path: &Path, bundle: &Bundle) -> std::io::Result<()> {
+    write_atomic_bytes(path, bundle.to_json_pretty().as_bytes())
+}
+
+/// [`write_atomic`] without indentation: a merged bundle of many ranks is
+/// about a third of its indented size, which keeps it within the viewer's
+/// read limit.
+pub fn write_atomic_compact(path: &Path, bundle: &Bundle) -> std::io::Result<()> {
+    let json = serde_json::to_vec(bundle).map_err(std::io::Error::other)?;
+    write_atomic_bytes(path, &json)
+}
+
+fn write_atomic_bytes(path: &Path, json: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -72,7 +84,7 @@ pub fn write_atomic(path: &Path, bundle: &Bundle) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
     {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bundle.to_json_pretty().as_bytes())?;
+        f.write_all(json)?;
         f.write_all(b"\n")?;
         f.sync_all()?;
     }

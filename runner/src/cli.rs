@@ -36,6 +36,8 @@ pub enum Command {
     Site(SiteArgs),
     /// Serve a directory (an exported site) on 127.0.0.1.
     Serve(ServeArgs),
+    /// Merge the per-rank bundles (`*.rank-*.json`) of a folder into one with a rank dimension.
+    Merge(MergeArgs),
     /// The bare per-image function of a suite's image experiment on one thread (for benches).
     #[command(hide = true)]
     BareImages(BareImagesArgs),
@@ -58,6 +60,15 @@ pub struct BareImagesArgs {
     /// Override the suite's scaled_decode.
     #[arg(long)]
     pub scaled_decode: Option<bool>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The folder holding the ranks' bundles (bundle.rank-0.json, bundle.rank-1.json, ...).
+    pub dir: PathBuf,
+    /// The merged bundle to write (default DIR/bundle.merged.json).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -107,6 +118,12 @@ pub struct RunArgs {
     /// environment `cargo xtask setup --peers` makes in the cache.
     #[arg(long)]
     pub python: Option<PathBuf>,
+    /// Ranks (torchrun, srun): rank 0's address, over MASTER_ADDR and SLURM_JOB_NODELIST.
+    #[arg(long)]
+    pub master_addr: Option<String>,
+    /// Ranks: the store's port, over MASTER_PORT and the port derived from SLURM_JOB_ID.
+    #[arg(long)]
+    pub master_port: Option<u16>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -215,6 +232,7 @@ pub fn main() -> ExitCode {
         Command::Trace(args) => commands::trace::run(&args),
         Command::Site(args) => commands::site::run(&args),
         Command::Serve(args) => commands::serve::run(&args),
+        Command::Merge(args) => commands::merge::run(&args),
         Command::BareImages(args) => commands::bare::run(&args),
     };
     match result {

@@ -81,6 +81,21 @@ impl DeviceCtx {
         }
     }
 
+    /// The device of one rank under `--device auto`: `cuda:LOCAL_RANK`, or
+    /// with fewer GPUs than local ranks `cuda:(LOCAL_RANK mod count)` (ranks
+    /// then share a GPU, and each bundle records its index); the CPU when
+    /// there is no CUDA at all.
+    pub fn for_local_rank(local_rank: u32, libtorch: Option<&Path>) -> DeviceCtx {
+        match DeviceCtx::cuda(local_rank, libtorch) {
+            Ok(ctx) => ctx,
+            Err(DeviceError::NoSuchDevice { count, .. }) if count > 0 => {
+                let index = (i64::from(local_rank) % count) as u32;
+                DeviceCtx::cuda(index, libtorch).unwrap_or_else(|_| DeviceCtx::cpu())
+            }
+            Err(_) => DeviceCtx::cpu(),
+        }
+    }
+
     pub fn cpu() -> DeviceCtx {
         DeviceCtx {
             device: Device::Cpu,
@@ -176,28 +191,24 @@ impl DeviceCtx {
     pub fn info(&self) -> DeviceInfo {
         match self.cuda_index() {
             None => DeviceInfo {
-                kind: DeviceKind::Cpu,
-                name: crate::envinfo::cpu_model().unwrap_or_else(|| "CPU".into()),
-                index: None,
                 memory_total_bytes: crate::envinfo::host_memory_bytes(),
-                driver: None,
-                cuda_runtime: None,
-                compute_capability: None,
-                backend: None,
-                device_type: None,
+                ..DeviceInfo::new(
+                    DeviceKind::Cpu,
+                    crate::envinfo::cpu_model().unwrap_or_else(|| "CPU".into()),
+                )
             },
             Some(i) => {
                 let props = cuda_properties(i);
                 DeviceInfo {
-                    kind: DeviceKind::Cuda,
-                    name: props.name.unwrap_or_else(|| format!("CUDA device {i}")),
                     index: Some(i),
                     memory_total_bytes: shim::cuda_mem_info(i).ok().map(|(_, t)| t),
                     driver: props.driver,
                     cuda_runtime: props.runtime,
                     compute_capability: props.capability,
-                    backend: None,
-                    device_type: None,
+                    ..DeviceInfo::new(
+                        DeviceKind::Cuda,
+                        props.name.unwrap_or_else(|| format!("CUDA device {i}")),
+                    )
                 }
             }
         }

@@ -235,8 +235,9 @@ fn run_one(
         Ok(Err(UnitError::Interrupted)) => {
             config.failure = Some(Failure::Interrupted {
                 message: format!(
-                    "Ctrl-C during repeat {repeat}; the runs of this repeat were abandoned, \
-                     earlier repeats are kept"
+                    "{} during repeat {repeat}; the runs of this repeat were abandoned, \
+                     earlier repeats are kept",
+                    crate::ranks::stop_cause()
                 ),
             });
             Step::Interrupted

@@ -87,12 +87,14 @@ pub fn run_plan(
         toml: plan.toml.clone(),
     });
     environment.seeds = Some(seeds(plan));
+    environment.rank = crate::ranks::current().map(|r| r.layout.clone());
 
     let (created_at, id) = bundle_id();
     let out_dir = options
         .out_dir
-        .map_or_else(|| PathBuf::from("out").join(&id), Path::to_path_buf);
-    let path = out_dir.join("bundle.json");
+        .map_or_else(|| crate::ranks::default_out_dir(&id), Path::to_path_buf);
+    // Rank R of a ranked run writes bundle.rank-R.json.
+    let path = crate::ranks::per_rank(&out_dir.join("bundle.json"));
     let mut bundle = Bundle {
         schema_version: SchemaVersion::CURRENT,
         id: id.clone(),
@@ -110,6 +112,7 @@ pub fn run_plan(
             state: RunState::Running,
             message: None,
         },
+        ranks: Vec::new(),
         notes: engine.notes(),
     };
 
@@ -181,7 +184,8 @@ pub fn final_status(interrupted: bool, failures: usize) -> RunStatus {
         RunStatus {
             state: RunState::Partial,
             message: Some(
-                "stopped by Ctrl-C; every configuration finished before it is kept".into(),
+                "stopped (Ctrl-C or SIGTERM); every configuration finished before it is kept"
+                    .into(),
             ),
         }
     } else {

@@ -108,5 +108,6 @@ pub fn environment(ctx: &DeviceCtx) -> Environment {
             tf32_cudnn: tf32.is_some_and(|t| t.cudnn),
         }),
         seeds: None,
+        rank: None,
     }
 }

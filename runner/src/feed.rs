@@ -76,6 +76,12 @@ pub trait Feed: Send {
     /// What the loader measured about itself during the last epoch, if
     /// anything.
     fn loader_stats(&mut self) -> Option<LoaderStats>;
+    /// The loader's workers as the OS knows them (TIDs, PIDs), live while an
+    /// epoch runs, for CPU and memory accounting; `None` when the feed has
+    /// no workers of its own.
+    fn workers(&self) -> Option<stallscope_loader::WorkerRegistry> {
+        None
+    }
 }
 
 /// The batches of one epoch.

@@ -4,6 +4,7 @@
 pub mod bundle_file;
 pub mod cli;
 pub mod commands;
+pub mod cost;
 pub mod data;
 pub mod device;
 pub mod driver;
@@ -15,6 +16,7 @@ pub mod loader;
 pub mod models;
 pub mod peers;
 pub mod prefetch;
+pub mod ranks;
 pub mod report;
 pub mod shim;
 pub mod suite;

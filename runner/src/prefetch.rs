@@ -40,6 +40,7 @@ fn fetch(
         return Ok(None);
     };
     let batch = batch?;
+    crate::ranks::slow_batch();
     let _on_side = side.enter().map_err(shim)?;
     let (x, y) = to_device(
         &batch,
@@ -78,6 +79,7 @@ pub fn whole_run_epoch(
             hand_over(&side, &x, &y)?;
             next = fetch(&mut *it, &side, ctx)?;
             trainer.step(&x, &y)?;
+            crate::ranks::step_barrier(steps, epoch)?;
             samples += batch.len() as u64;
             bytes += batch.bytes();
             steps += 1;
@@ -113,6 +115,7 @@ pub fn diagnostic_epoch(
             let t0 = Instant::now();
             let Some(batch) = it.next_batch() else { break };
             let batch = batch?;
+            crate::ranks::slow_batch();
             let t1 = Instant::now();
             let (x, y) = {
                 let _on_side = side.enter().map_err(shim)?;
@@ -131,6 +134,10 @@ pub fn diagnostic_epoch(
             trainer.step(&x, &y)?;
             ctx.synchronize();
             let t3 = Instant::now();
+            let step = series.compute_ns.len() as u64;
+            if let Some(ns) = crate::ranks::timed_step_barrier(step, epoch)? {
+                series.comm_ns.push(ns);
+            }
             series.next_wait_ns.push((t1 - t0).as_nanos() as u64);
             series.transfer_ns.push((t2 - t1).as_nanos() as u64);
             series.compute_ns.push((t3 - t2).as_nanos() as u64);

@@ -26,6 +26,10 @@ pub enum LoopError {
     Interrupted,
     #[error("{0}")]
     Other(String),
+    /// The ranks' per-step barrier failed (`crate::ranks`): a
+    /// `Failure::CommTimeout` naming the missing ranks.
+    #[error("comm: {0:?}")]
+    Comm(Box<stallscope_bundle::Failure>),
 }
 
 /// How the loop copies a batch to the device.
@@ -105,6 +109,15 @@ pub fn run_epoch(
         slot.phase(),
     );
     let ahead = copy.prefetch_to_device;
+    // CPU cost of every epoch; a sampled timeline for whole-run epochs only
+    // (a diagnostic epoch's per-step syncs distort utilisation anyway).
+    let watch = crate::cost::EpochWatch::start(
+        &*feed,
+        crate::cost::GpuTarget::of(ctx),
+        slot.mode == TimingMode::WholeRun,
+    );
+    let mut counted = watch.count(feed);
+    let feed: &mut dyn Feed = &mut counted;
     match slot.mode {
         TimingMode::WholeRun if ahead => {
             run.whole_run = Some(crate::prefetch::whole_run_epoch(
@@ -128,6 +141,7 @@ pub fn run_epoch(
     }
     run.loader = feed.loader_stats();
     run.memory = Some(ctx.memory());
+    watch.finish(&mut run);
     Ok(run)
 }
 
@@ -146,8 +160,10 @@ fn whole_run_epoch(
         let mut it = feed.start_epoch(epoch)?;
         while let Some(batch) = it.next_batch() {
             let batch = batch?;
+            crate::ranks::slow_batch();
             let (x, y) = to_device(&batch, ctx, copy)?;
             trainer.step(&x, &y)?;
+            crate::ranks::step_barrier(steps, epoch)?;
             samples += batch.len() as u64;
             bytes += batch.bytes();
             steps += 1;
@@ -181,6 +197,7 @@ fn diagnostic_epoch(
             let t0 = Instant::now();
             let Some(batch) = it.next_batch() else { break };
             let batch = batch?;
+            crate::ranks::slow_batch();
             ctx.synchronize();
             let t1 = Instant::now();
             let (x, y) = to_device(&batch, ctx, copy)?;
@@ -189,6 +206,11 @@ fn diagnostic_epoch(
             trainer.step(&x, &y)?;
             ctx.synchronize();
             let t3 = Instant::now();
+            // The ranks' barrier after compute: its own `comm` stage.
+            let step = series.compute_ns.len() as u64;
+            if let Some(ns) = crate::ranks::timed_step_barrier(step, epoch)? {
+                series.comm_ns.push(ns);
+            }
             series.next_wait_ns.push((t1 - t0).as_nanos() as u64);
             series.transfer_ns.push((t2 - t1).as_nanos() as u64);
             series.compute_ns.push((t3 - t2).as_nanos() as u64);
@@ -220,6 +242,13 @@ pub fn loader_only_epoch(
         slot.epoch,
         slot.phase(),
     );
+    let watch = crate::cost::EpochWatch::start(
+        &*feed,
+        crate::cost::GpuTarget::None("the loop runs no model (model = \"none\")".into()),
+        slot.mode == TimingMode::WholeRun,
+    );
+    let mut counted = watch.count(feed);
+    let feed: &mut dyn Feed = &mut counted;
     let mut series = StepSeries::default();
     let (mut samples, mut steps, mut bytes) = (0u64, 0u64, 0u64);
     let started = Instant::now();
@@ -233,10 +262,16 @@ pub fn loader_only_epoch(
             let t0 = diagnostic.then(Instant::now);
             let Some(batch) = it.next_batch() else { break };
             let batch = batch?;
+            crate::ranks::slow_batch();
             if let Some(t0) = t0 {
                 series.next_wait_ns.push(t0.elapsed().as_nanos() as u64);
                 series.transfer_ns.push(0);
                 series.compute_ns.push(0);
+                if let Some(ns) = crate::ranks::timed_step_barrier(steps, slot.epoch)? {
+                    series.comm_ns.push(ns);
+                }
+            } else {
+                crate::ranks::step_barrier(steps, slot.epoch)?;
             }
             samples += batch.len() as u64;
             bytes += batch.bytes();
@@ -263,6 +298,7 @@ pub fn loader_only_epoch(
         }
     }
     run.loader = feed.loader_stats();
+    watch.finish(&mut run);
     Ok(run)
 }
 

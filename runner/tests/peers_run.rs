@@ -1,7 +1,8 @@
 //! The peer engines through the real `stallscope run`: real PyTorch
 //! DataLoader and real SPDL in the Python harness (the environment of
 //! `cargo xtask setup --peers`), next to the native loader in one bundle;
-//! a harness killed mid-epoch, one that prints garbage, and a missing or
+//! a harness killed mid-epoch, a stop that signals the harness too, one that
+//! prints garbage, and a missing or
 //! broken Python, each with a clear message and a valid bundle.
 //! `STALLSCOPE_PEERS=0` skips them, loudly.
 
@@ -162,6 +163,60 @@ fn a_harness_killed_mid_epoch_keeps_the_epochs_before_it() {
         "{message}"
     );
     assert!(message.contains("after 1 of 4 epochs"), "{message}");
+}
+
+/// SIGTERM to the runner and its harness at once, as Slurm's `scancel`
+/// signals every process of the step: a stop (exit 130, the configuration
+/// interrupted, a valid partial bundle), not a harness that "ended by
+/// signal 15". The harness is signalled 30 ms first, so its death is what
+/// the runner sees before its own stop flag.
+#[test]
+fn a_signal_to_the_runner_and_its_harness_is_a_stop() {
+    let Some(()) = peers() else { return };
+    let suite = LIGHT
+        .replace("epochs = 2", "epochs = 40")
+        .replace("samples = 256", "samples = 4096")
+        .replace("\"native\", \"pytorch\", \"spdl\"", "\"pytorch\"");
+    let dir = temp_dir("peers-term");
+    let path = write_suite(dir.path(), "s.toml", &suite);
+    let out = dir.path().join("out");
+    let mut child = stallscope()
+        .args(["run", path.to_str().unwrap(), "--device", "cpu", "--out"])
+        .arg(&out)
+        .env("STALLSCOPE_HARNESS_DIR", harness_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bundle = out.join("bundle.json");
+    wait_for_a_saved_configuration(&bundle, std::slice::from_mut(&mut child));
+    // The second configuration's harness (it may still be starting).
+    let harness = loop {
+        let kids = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
+            .unwrap_or_default();
+        if let Some(pid) = kids.split_whitespace().next() {
+            break pid.parse::<i32>().unwrap();
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    // SAFETY: signals to our own child and its child.
+    assert_eq!(unsafe { libc::kill(harness, libc::SIGTERM) }, 0);
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    let b = valid_bundle(&bundle);
+    let failures: Vec<&Failure> = b.experiments[0]
+        .configurations
+        .iter()
+        .filter_map(|c| c.failure.as_ref())
+        .collect();
+    assert!(
+        matches!(failures.as_slice(), [Failure::Interrupted { .. }]),
+        "{failures:?}"
+    );
 }
 
 #[test]

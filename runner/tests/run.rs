@@ -8,8 +8,6 @@
 #[allow(dead_code)]
 mod util;
 
-use std::time::{Duration, Instant};
-
 use stallscope_bundle::{Failure, Phase, RunState, TimingMode};
 use util::*;
 
@@ -297,6 +295,17 @@ fn an_injected_panic_is_recorded_and_the_rest_still_runs() {
 
 #[test]
 fn ctrl_c_leaves_a_valid_partial_bundle() {
+    stopped_by(libc::SIGINT);
+}
+
+/// SIGTERM (what torchrun's agent and Slurm send first) is a stop like
+/// Ctrl-C, not a kill that loses the configuration in progress.
+#[test]
+fn sigterm_leaves_a_valid_partial_bundle() {
+    stopped_by(libc::SIGTERM);
+}
+
+fn stopped_by(signal: i32) {
     let dir = temp_dir("ctrlc");
     let suite = write_suite(
         dir.path(),
@@ -318,30 +327,9 @@ fn ctrl_c_leaves_a_valid_partial_bundle() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until one configuration has finished and been saved.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "no configuration finished in time"
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before Ctrl-C"
-        );
-        if let Ok(bytes) = std::fs::read(&bundle)
-            && let Ok(b) = stallscope_bundle::read_bundle(&bytes)
-            && b.experiments[0]
-                .configurations
-                .iter()
-                .any(|c| !c.runs.is_empty())
-        {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // SAFETY: sending SIGINT to our own child process.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    wait_for_a_saved_configuration(&bundle, std::slice::from_mut(&mut child));
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     let b = valid_bundle(&bundle);

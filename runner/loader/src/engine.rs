@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use stallscope_bundle::{BadSample, LoaderStats};
 
 use super::batch::{Batch, BatchBuilder, Host, Task};
+use super::os::{WorkerOs, WorkerRegistry};
 use super::pool::BufferPool;
 use super::process::ProcessPool;
 use super::rng::{Rng, worker_seed};
@@ -46,6 +47,7 @@ pub struct Loader {
     pool: Arc<Mutex<Option<Box<dyn Pool>>>>,
     last_stats: Arc<Mutex<Option<EpochStats>>>,
     buffers: Arc<BufferPool>,
+    workers: WorkerRegistry,
 }
 
 impl Loader {
@@ -70,6 +72,7 @@ impl Loader {
             // consumed, the one the training step still holds), plus slack.
             buffers: BufferPool::new(config.workers.max(1) * (config.prefetch + 1) + 3),
             config,
+            workers: WorkerRegistry::default(),
         })
     }
 
@@ -140,17 +143,35 @@ impl Loader {
     }
 
     fn start_pool(&self) -> Result<Box<dyn Pool>, LoaderError> {
+        let generation = self.workers.new_pool();
+        let os = (&self.workers, generation);
         Ok(match self.config.kind {
-            WorkerKind::Threads => {
-                Box::new(ThreadPool::start(&self.config, &self.source, &self.buffers))
-            }
+            WorkerKind::Threads => Box::new(ThreadPool::start(
+                &self.config,
+                &self.source,
+                &self.buffers,
+                os,
+            )),
             WorkerKind::Processes => Box::new(ProcessPool::start(
                 &self.config,
                 &self.spec,
                 &self.source.sample_dims(),
                 &self.buffers,
+                os,
             )?),
         })
+    }
+
+    /// The OS identity of each worker of the current (or most recent) pool,
+    /// with what it used if it has ended. Empty with workers = 0.
+    pub fn worker_ids(&self) -> Vec<WorkerOs> {
+        self.workers.snapshot()
+    }
+
+    /// A handle on the same list that stays live while an epoch runs (a
+    /// side thread can read it without borrowing the loader).
+    pub fn worker_registry(&self) -> WorkerRegistry {
+        self.workers.clone()
     }
 
     /// What the loader measured in the most recent epoch (finished, failed

@@ -11,6 +11,7 @@ pub mod generate;
 pub mod idx;
 pub mod images;
 pub mod jpeg;
+mod os;
 pub mod pipeline;
 pub mod pool;
 mod process;
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 pub use batch::{Batch, OnBadSample, Task, full_batch_bytes};
 pub use engine::{Loader, LoaderEpoch};
 pub use images::ImageSpec;
+pub use os::{WorkerOs, WorkerRegistry, WorkerUsage, current_tid, thread_usage};
 pub use pipeline::JpegDecoder;
 pub use pool::{BufferPool, Pooled};
 pub use process::{

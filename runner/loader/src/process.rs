@@ -15,12 +15,13 @@ use std::sync::Arc;
 
 use super::batch::{Batch, Task};
 use super::engine::{Event, Pool};
+use super::os::{WorkerRegistry, wait_with_usage};
 use super::pool::BufferPool;
 use super::shm::{SEGMENT_PREFIX, Segment, segment_len, slot_bytes};
 use super::source::SourceSpec;
 use super::stats::{Stage, StageTimes};
 use super::worker::{Assign, Reply, WorkerInit};
-use super::{LoaderConfig, LoaderError};
+use super::{LoaderConfig, LoaderError, WorkerKind};
 
 /// How long a new worker may take to say it is ready.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -113,6 +114,9 @@ pub(crate) struct ProcessPool {
     sample_dims: Vec<usize>,
     /// Batches are copied out of shared memory into reused buffers.
     buffers: Arc<BufferPool>,
+    /// Where each worker's PID and, once reaped, its usage are recorded.
+    registry: WorkerRegistry,
+    generation: u64,
 }
 
 fn name(worker: usize, pid: u32) -> String {
@@ -145,6 +149,7 @@ impl ProcessPool {
         spec: &SourceSpec,
         sample_dims: &[usize],
         buffers: &Arc<BufferPool>,
+        (registry, generation): (&WorkerRegistry, u64),
     ) -> Result<Self, LoaderError> {
         let program = match &config.worker_program {
             Some(p) => p.clone(),
@@ -164,6 +169,8 @@ impl ProcessPool {
             per_sample,
             sample_dims: sample_dims.to_vec(),
             buffers: Arc::clone(buffers),
+            registry: registry.clone(),
+            generation,
         };
         for w in 0..config.workers {
             let spawn_err = |message: String| LoaderError::Spawn {
@@ -185,6 +192,7 @@ impl ProcessPool {
                 .stderr(Stdio::inherit())
                 .spawn()
                 .map_err(|e| spawn_err(format!("{}: {e}", program.display())))?;
+            registry.started(generation, w, WorkerKind::Processes, child.id());
             let stdout = child.stdout.take().expect("piped");
             let stdin = child.stdin.take();
             let reader = spawn_reader(w, stdout, tx.clone());
@@ -267,30 +275,37 @@ impl ProcessPool {
         stdin.flush()
     }
 
-    /// Wait for a worker that closed its pipe (SIGKILL after a grace period).
+    /// Wait for a worker that closed its pipe (SIGKILL after a grace period);
+    /// `wait4` also gives what it used, recorded for the runner's accounting.
     fn reap(&mut self, w: usize) -> ExitStatus {
         let worker = &mut self.workers[w];
         if let Some(status) = worker.exited {
             return status;
         }
         worker.stdin.take();
+        let pid = worker.child.id();
         let deadline = Instant::now() + EXIT_GRACE;
-        let status = loop {
-            match worker.child.try_wait() {
-                Ok(Some(status)) => break status,
+        let reaped = loop {
+            match wait_with_usage(pid, false) {
+                Ok(Some(done)) => break Some(done),
                 Ok(None) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(2))
                 }
-                _ => {
+                Ok(None) => {
                     let _ = worker.child.kill();
-                    break worker
-                        .child
-                        .wait()
-                        .unwrap_or_else(|_| ExitStatus::from_raw(libc::SIGKILL));
+                    break wait_with_usage(pid, true).ok().flatten();
                 }
+                Err(_) => break None,
             }
         };
-        worker.exited = Some(status);
+        let status = match reaped {
+            Some((status, usage)) => {
+                self.registry.ended(self.generation, w, usage);
+                status
+            }
+            None => ExitStatus::from_raw(libc::SIGKILL),
+        };
+        self.workers[w].exited = Some(status);
         status
     }
 

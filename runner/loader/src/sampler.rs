@@ -1,5 +1,8 @@
 //! The sampler: which sample indices form which batch in one epoch
-//! (sequential or shuffled with a seed; batch size; drop-last).
+//! (sequential or shuffled with a seed; batch size; drop-last; one rank's
+//! share, as `DistributedSampler` takes it).
+
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -17,19 +20,53 @@ pub enum Sampler {
 }
 
 /// Which share of every epoch one process takes: rank `rank` of `world`
-/// (the shape rank sharding needs; one process is [`Shard::WHOLE`]).
+/// (one process is [`Shard::WHOLE`]). A ranked run sets its process's shard
+/// once ([`Shard::set_for_process`]) and every feed's [`epoch_batches`]
+/// takes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
     pub rank: usize,
     pub world: usize,
 }
 
+static PROCESS_SHARD: OnceLock<Shard> = OnceLock::new();
+
 impl Shard {
     /// The whole epoch: rank 0 of 1.
     pub const WHOLE: Shard = Shard { rank: 0, world: 1 };
+
+    /// Make `self` the share every [`epoch_batches`] of this process takes
+    /// (once, before any feed starts); false when one was set already.
+    pub fn set_for_process(self) -> bool {
+        PROCESS_SHARD.set(self).is_ok()
+    }
+
+    /// This process's share ([`Shard::WHOLE`] unless a ranked run set one).
+    pub fn of_process() -> Shard {
+        PROCESS_SHARD.get().copied().unwrap_or(Shard::WHOLE)
+    }
+
+    /// This rank's part of one epoch's `order` (the same on every rank), as
+    /// `DistributedSampler` with its own `drop_last` off: padded by
+    /// repeating its start to a multiple of `world`, then every `world`-th
+    /// sample from position `rank`.
+    pub fn take(self, order: Vec<u64>) -> Vec<u64> {
+        let world = self.world.max(1);
+        if world == 1 || order.is_empty() {
+            return order;
+        }
+        let total = order.len().div_ceil(world) * world;
+        let padded: Vec<u64> = order.iter().copied().cycle().take(total).collect();
+        padded
+            .into_iter()
+            .skip(self.rank.min(world - 1))
+            .step_by(world)
+            .collect()
+    }
 }
 
-/// The batches of one epoch, each a list of sample indices.
+/// The batches of one epoch, each a list of sample indices: this process's
+/// share ([`Shard::of_process`]; the whole epoch for one process).
 pub fn epoch_batches(
     sampler: Sampler,
     samples: usize,
@@ -37,7 +74,14 @@ pub fn epoch_batches(
     drop_last: bool,
     epoch: u32,
 ) -> Vec<Vec<u64>> {
-    shard_batches(sampler, samples, batch_size, drop_last, epoch, Shard::WHOLE)
+    shard_batches(
+        sampler,
+        samples,
+        batch_size,
+        drop_last,
+        epoch,
+        Shard::of_process(),
+    )
 }
 
 /// One rank's batches of one epoch, as PyTorch's `DistributedSampler` (with
@@ -57,16 +101,7 @@ pub fn shard_batches(
     if let Sampler::Shuffled { seed } = sampler {
         Rng::new(shuffle_seed(seed, epoch)).shuffle(&mut order);
     }
-    let world = shard.world.max(1);
-    if world > 1 && !order.is_empty() {
-        let total = samples.div_ceil(world) * world;
-        let padded: Vec<u64> = order.iter().copied().cycle().take(total).collect();
-        order = padded
-            .into_iter()
-            .skip(shard.rank.min(world - 1))
-            .step_by(world)
-            .collect();
-    }
+    order = shard.take(order);
     let batch_size = batch_size.max(1);
     order
         .chunks(batch_size)

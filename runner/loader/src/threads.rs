@@ -9,10 +9,11 @@ use std::thread::JoinHandle;
 
 use super::batch::{BatchBuilder, Host, Task, panic_text};
 use super::engine::{Event, Pool};
+use super::os::{ThreadEnd, WorkerRegistry, current_tid};
 use super::pool::BufferPool;
 use super::rng::{Rng, worker_seed};
 use super::source::Source;
-use super::{LoaderConfig, LoaderError};
+use super::{LoaderConfig, LoaderError, WorkerKind};
 
 pub(crate) struct ThreadPool {
     tasks: Vec<Option<SyncSender<Task>>>,
@@ -30,6 +31,7 @@ impl ThreadPool {
         config: &LoaderConfig,
         source: &Arc<dyn Source>,
         buffers: &Arc<BufferPool>,
+        (registry, generation): (&WorkerRegistry, u64),
     ) -> Self {
         let (event_tx, events) = mpsc::channel();
         let mut tasks = Vec::new();
@@ -42,12 +44,23 @@ impl ThreadPool {
             let event_tx: Sender<Event> = event_tx.clone();
             let cfg = config.clone();
             let stop = Arc::clone(&stop);
+            let registry = registry.clone();
+            let (listed_tx, listed) = mpsc::sync_channel::<()>(1);
             let handle = std::thread::Builder::new()
                 .name(format!("stallscope-loader-{worker}"))
                 .spawn(move || {
+                    registry.started(generation, worker, WorkerKind::Threads, current_tid());
+                    let _ = listed_tx.send(());
+                    let _end = ThreadEnd {
+                        registry: &registry,
+                        generation,
+                        worker,
+                    };
                     run_worker(worker, &cfg, &*source, &buffers, task_rx, event_tx, &stop)
                 })
                 .expect("the OS starts a thread");
+            // Listed before the pool is handed out, so a reader never misses it.
+            let _ = listed.recv();
             tasks.push(Some(task_tx));
             handles.push(Some(handle));
         }

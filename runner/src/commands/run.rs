@@ -82,6 +82,18 @@ fn progress_message(
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let plan = suite::load(args.suite.as_deref(), args.preset.as_deref(), args.quick)?;
+    // Ranks (torchrun, srun): this rank's share, and every rank joined.
+    let flags = crate::ranks::MasterFlags {
+        addr: args.master_addr.clone(),
+        port: args.master_port,
+    };
+    let layout = crate::ranks::detect(&flags).context("reading the launcher's rank variables")?;
+    let local_rank = layout.as_ref().map(|l| l.local_rank);
+    // Before joining: a stop while the ranks meet is one message, not a kill.
+    install_ctrlc()?;
+    if let Some(layout) = layout {
+        crate::ranks::start(layout, &plan.ranks, &STOP).map_err(anyhow::Error::msg)?;
+    }
     if let Some(p) = &args.python {
         crate::peers::python::set_python(p.clone());
     }
@@ -97,7 +109,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             tch::set_num_threads(n);
         }
         let request: DeviceRequest = args.device.parse()?;
-        device = DeviceCtx::open(request, args.libtorch.as_deref())?;
+        device = match (request, local_rank) {
+            // Each rank on its own GPU (cuda:LOCAL_RANK) when CUDA is present.
+            (DeviceRequest::Auto, Some(n)) => {
+                DeviceCtx::for_local_rank(n, args.libtorch.as_deref())
+            }
+            _ => DeviceCtx::open(request, args.libtorch.as_deref())?,
+        };
         // FP32 with TF32 off, set explicitly and recorded.
         envinfo::apply_run_settings().context("turning TF32 off")?;
         torch = TorchEngine {
@@ -107,7 +125,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         };
         &torch
     };
-    install_ctrlc()?;
 
     let bar = if std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr())
@@ -124,13 +141,18 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     let finished = run_plan(&plan, engine, &options);
     bar.finish_and_clear();
+    crate::ranks::finish();
     let Finished {
         bundle,
         path,
         failures,
         interrupted,
     } = finished?;
-    print_report(&bundle, &path, args.output.style());
+    // Ranks: rank 0 prints the report; the others only where their bundle is.
+    match crate::ranks::current().map(|r| r.layout.rank) {
+        None | Some(0) => print_report(&bundle, &path, args.output.style()),
+        Some(rank) => eprintln!("rank {rank}: bundle: {}", path.display()),
+    }
     Ok(exit_code(interrupted, failures))
 }
 
@@ -157,15 +179,17 @@ pub(crate) fn exit_code(interrupted: bool, failures: usize) -> ExitCode {
     }
 }
 
-/// First Ctrl-C: stop after the current step and write a partial bundle.
-/// Second: exit at once.
+/// First Ctrl-C (or SIGTERM, SIGHUP: what torchrun and Slurm send first):
+/// stop after the current step and write a partial bundle; under ranks the
+/// others stop with it (`crate::ranks`). Second: exit at once.
 pub(crate) fn install_ctrlc() -> anyhow::Result<()> {
     let result = ctrlc::set_handler(|| {
         if STOP.swap(true, Ordering::SeqCst) {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
         eprintln!(
-            "\nCtrl-C: finishing the current step and writing a partial bundle (Ctrl-C again to quit now)"
+            "\nstop (Ctrl-C or SIGTERM): finishing the current step and writing a partial \
+             bundle (again to quit now)"
         );
     });
     match result {

@@ -90,6 +90,7 @@ mod tests {
             next_wait_ns: vec![1000, 2000],
             transfer_ns: vec![500, 500],
             compute_ns: vec![3000, 3000],
+            comm_ns: vec![],
         };
         let t = trace_of("x", &s);
         let ev: Vec<&Value> = t["traceEvents"]

@@ -119,6 +119,7 @@ fn bundle(e: Experiment) -> Bundle {
             state: RunState::Running,
             message: None,
         },
+        ranks: Vec::new(),
         notes: Vec::new(),
     }
 }

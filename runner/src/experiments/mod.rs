@@ -37,6 +37,7 @@ impl From<LoopError> for UnitError {
     fn from(e: LoopError) -> Self {
         match e {
             LoopError::Interrupted => UnitError::Interrupted,
+            LoopError::Comm(failure) => UnitError::Recorded(failure),
             other => UnitError::Failed(other.to_string()),
         }
     }

@@ -246,10 +246,17 @@ fn probe(
         let mut trainer = Trainer::new(model, model.default_optimizer(), ctx.device, weight_seed)?;
         let (x, y) = synthetic_batch(model, batch, ctx.device);
         ctx.synchronize();
-        let t0 = Instant::now();
-        trainer.step(&x, &y)?;
-        ctx.synchronize();
-        let seconds = t0.elapsed().as_secs_f64();
+        // The allocator's counters over the step, sampled on a side thread
+        // (CUDA only; reading them does not synchronise). The clock runs
+        // inside, so the sampler's start is not timed.
+        let target = crate::cost::nvml::GpuTarget::of(ctx);
+        let (stepped, timeline) = crate::cost::step_memory::with_step_memory(&target, || {
+            let t0 = Instant::now();
+            let r = trainer.step(&x, &y);
+            ctx.synchronize();
+            r.map(|()| t0.elapsed().as_secs_f64())
+        });
+        let seconds = stepped?;
         Ok(Run {
             id: "whole_run-r0-e0".into(),
             timing_mode: TimingMode::WholeRun,
@@ -269,6 +276,9 @@ fn probe(
             memory: Some(ctx.memory()),
             loader: None,
             steps: None,
+            rank: None,
+            cost: None,
+            timeline: timeline.ok(),
         })
     }));
     let message = match result {

@@ -180,6 +180,9 @@ impl Feed for NativeFeed {
             error_slot: self.error_slot.clone(),
         }))
     }
+    fn workers(&self) -> Option<stallscope_loader::WorkerRegistry> {
+        Some(self.loader.worker_registry())
+    }
     fn loader_stats(&mut self) -> Option<LoaderStats> {
         let mut stats = self.loader.last_stats()?;
         stats.stages.extend(stage("to_tensor", self.edge.to_tensor));

@@ -196,6 +196,7 @@ pub(super) fn run_unit(
         shuffle: python.then_some(lp.shuffle),
         shuffle_seed: python.then_some(common.shuffle_seed),
         augment_seed: common.shuffle_seed,
+        dist: dist_request(&common.id, config_id, repeat, lp.loader_only),
     };
     peers::run_unit(&PeerUnit {
         engine: p.engine,
@@ -206,6 +207,30 @@ pub(super) fn run_unit(
         expected_parameters: common.parameters,
         stop: rc.stop,
         progress: rc.progress,
+    })
+}
+
+/// With several ranks, the harness trains with DDP on a process group built
+/// on the run's c10d store under a prefix of this unit's own (the same on
+/// every rank, since every rank runs the same units in the same order). A
+/// loader-only unit has no gradients: its ranks do not meet.
+fn dist_request(
+    exp_id: &str,
+    config_id: &str,
+    repeat: u32,
+    loader_only: bool,
+) -> Option<peers::protocol::DistRequest> {
+    let l = &crate::ranks::current()?.layout;
+    (l.world_size > 1 && !loader_only).then(|| peers::protocol::DistRequest {
+        rank: l.rank,
+        world_size: l.world_size,
+        master_addr: l.master_addr.clone(),
+        master_port: l.master_port,
+        prefix: format!(
+            "stallscope-peer/{}/{exp_id}/{config_id}/r{repeat}/",
+            l.job_id.as_deref().unwrap_or("run")
+        ),
+        timeout_s: l.timeout_s.unwrap_or(300.0),
     })
 }
 

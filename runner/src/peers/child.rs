@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -95,16 +95,32 @@ pub fn run(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
         }
     };
     progress_next(0);
+    // The harness tree's CPU counters at the last line (hello or epoch): an
+    // epoch's cost is what the tree used from the line before it to its own.
+    let mut tree_mark: Option<crate::cost::tree::TreeSnapshot> = None;
+    // The sampler of the next epoch's window, when that one is whole-run.
+    let mut timeline: Option<super::timeline::EpochTimeline> = None;
+    let next_timeline = |k: usize| {
+        super::timeline::start(expected.get(k).map(|e| &e.0), child.id(), &u.request.device)
+    };
     let mut n = 0;
     let failure: Option<Failure> = loop {
         if u.stop.load(Ordering::Relaxed) {
+            // Ranks: the others learn of the stop before this harness leaves
+            // their collective (else they would record its absence as an error).
+            crate::ranks::announce_stop();
             kill(&mut child);
             return Err(UnitError::Interrupted);
         }
         let text = match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => break Some(error(format!("{name} harness: reading its output: {e}"))),
-            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Timeout) => {
+                // Ranks: another rank's stop sets ours (its harness has gone,
+                // so this one would wait in the collective until the timeout).
+                crate::ranks::another_rank_stopped();
+                continue;
+            }
             Err(RecvTimeoutError::Disconnected) => break None,
         };
         n += 1;
@@ -133,8 +149,13 @@ pub fn run(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
                     break Some(error(format!("{name} harness: line {n}: {m}")));
                 }
                 reading.hello = Some(h);
+                tree_mark = Some(crate::cost::tree::TreeSnapshot::take(child.id()));
+                timeline = next_timeline(0);
             }
             Ok(Line::Epoch(e)) => {
+                // The tree first: right after its line the harness may shut
+                // its persistent workers down.
+                let now = crate::cost::tree::TreeSnapshot::take(child.id());
                 let k = reading.runs.len();
                 let want = expected.get(k);
                 if reading.hello.is_none() || want != Some(&(mode(&e.mode), e.epoch)) {
@@ -150,6 +171,20 @@ pub fn run(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
                     )));
                 }
                 reading.runs.push(to_run(&e, u.repeat));
+                let sampled = timeline.take().map(super::timeline::EpochTimeline::finish);
+                if let (Some(run), Some(before)) = (reading.runs.last_mut(), &tree_mark) {
+                    let cost = crate::cost::tree::tree_cost(before, &now, e.samples, "harness");
+                    run.cost = Some(cost);
+                    if let Some(m) = run.memory.as_mut() {
+                        m.workers_peak_rss_bytes =
+                            now.descendants_peak_rss_bytes(Some(before), m.workers_peak_rss_bytes);
+                    }
+                }
+                if let Some(run) = reading.runs.last_mut() {
+                    run.timeline = sampled;
+                }
+                tree_mark = Some(now);
+                timeline = next_timeline(k + 1);
                 u.progress.epoch_done();
                 progress_next(k + 1);
             }
@@ -208,6 +243,9 @@ pub fn run(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
             tail()
         ))),
     };
+    if failure.is_some() && stopped_too(u.stop, status) {
+        return Err(UnitError::Interrupted);
+    }
     match failure {
         None => Ok(reading.runs),
         Some(f) if reading.runs.is_empty() => Err(UnitError::Recorded(Box::new(f))),
@@ -215,6 +253,26 @@ pub fn run(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
             runs: reading.runs,
             failure: Box::new(f),
         }),
+    }
+}
+
+/// Whether a harness that failed failed of a stop: the signal reached it
+/// too (Slurm signals every process of the step; a harness ended by SIGTERM,
+/// SIGINT or SIGHUP waits up to 250 ms for the runner's own), or it lost its
+/// partner in the collective to another rank's stop.
+fn stopped_too(stop: &AtomicBool, status: Option<std::process::ExitStatus>) -> bool {
+    let signalled = status
+        .and_then(|s| s.signal())
+        .is_some_and(|sig| matches!(sig, libc::SIGTERM | libc::SIGINT | libc::SIGHUP));
+    let until = std::time::Instant::now() + Duration::from_millis(if signalled { 250 } else { 0 });
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return true;
+        }
+        if std::time::Instant::now() >= until {
+            return crate::ranks::another_rank_stopped_now();
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -294,6 +352,7 @@ fn to_run(e: &EpochLine, repeat: u32) -> Run {
                 next_wait_ns: e.next_wait_ns.clone().unwrap_or_default(),
                 transfer_ns: e.transfer_ns.clone().unwrap_or_default(),
                 compute_ns: e.compute_ns.clone().unwrap_or_default(),
+                comm_ns: e.comm_ns.clone().unwrap_or_default(),
             };
             run.diagnostic = Some(diagnostic_from_series(
                 &series,
@@ -308,6 +367,7 @@ fn to_run(e: &EpochLine, repeat: u32) -> Run {
     run.loader = e.loader.clone();
     run.memory = Some(Memory {
         host_peak_rss_bytes: e.host_peak_rss_bytes,
+        workers_peak_rss_bytes: e.children_peak_rss_bytes,
         ..Memory::default()
     });
     run

@@ -7,6 +7,7 @@ pub mod child;
 pub mod harness;
 pub mod protocol;
 pub mod python;
+pub mod timeline;
 
 use std::sync::atomic::AtomicBool;
 

@@ -32,6 +32,23 @@ pub struct Request {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shuffle_seed: Option<u64>,
     pub augment_seed: u64,
+    /// This rank's place and the runner's c10d store, when the run has
+    /// several ranks: the harness trains with DDP on a process group built
+    /// on that store (docs/peers-protocol.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dist: Option<DistRequest>,
+}
+
+/// The `dist` key of a request.
+#[derive(Debug, Clone, Serialize)]
+pub struct DistRequest {
+    pub rank: u32,
+    pub world_size: u32,
+    pub master_addr: String,
+    pub master_port: u16,
+    /// Keys of this unit's process group, apart from every other unit's.
+    pub prefix: String,
+    pub timeout_s: f64,
 }
 
 /// The loader knobs of one configuration.
@@ -85,6 +102,9 @@ pub struct EpochLine {
     pub transfer_ns: Option<Vec<u64>>,
     #[serde(default)]
     pub compute_ns: Option<Vec<u64>>,
+    /// The gradient all-reduce per step (diagnostic epochs with `dist` only).
+    #[serde(default)]
+    pub comm_ns: Option<Vec<u64>>,
     #[serde(default)]
     pub loader: Option<LoaderStats>,
 }
@@ -181,10 +201,18 @@ pub fn decode(n: usize, text: &str) -> Result<Line, ProtocolError> {
             Ok(Line::Epoch(Box::new(e)))
         }
         "done" => {
-            if rest.as_object().is_some_and(|m| !m.is_empty()) {
+            // With `dist`, `weights` (a digest per mode) and nothing else.
+            let weights_ok = |v: &serde_json::Value| {
+                v.as_array()
+                    .is_some_and(|a| a.iter().all(serde_json::Value::is_string))
+            };
+            let fits = rest
+                .as_object()
+                .is_some_and(|m| m.iter().all(|(k, v)| k == "weights" && weights_ok(v)));
+            if !fits {
                 return Err(err(
                     format!("done with fields {rest}"),
-                    "{\"type\": \"done\"}",
+                    "{\"type\": \"done\"}, with ranks also \"weights\": [digest, ...]",
                 ));
             }
             Ok(Line::Done)
@@ -212,6 +240,9 @@ fn check_epoch(e: &EpochLine) -> Result<(), String> {
     ];
     match e.mode.as_str() {
         "whole_run" => {
+            if e.comm_ns.is_some() {
+                return Err("comm_ns in a whole_run epoch (its loop times no stage)".into());
+            }
             if let Some((name, _)) = series.iter().find(|(_, s)| s.is_some()) {
                 return Err(format!(
                     "{name} in a whole_run epoch (its loop times no stage)"
@@ -222,6 +253,15 @@ fn check_epoch(e: &EpochLine) -> Result<(), String> {
             }
         }
         "diagnostic" => {
+            if let Some(c) = &e.comm_ns
+                && c.len() as u64 != e.steps
+            {
+                return Err(format!(
+                    "comm_ns has {} entries for {} steps",
+                    c.len(),
+                    e.steps
+                ));
+            }
             for (name, s) in series {
                 match s {
                     None => return Err(format!("a diagnostic epoch without {name}")),
@@ -258,6 +298,19 @@ mod tests {
         let diag = r#"{"type":"epoch","mode":"diagnostic","epoch":0,"seconds":0.5,"samples":8,"steps":2,"bytes":100,"host_peak_rss_bytes":1,"children_peak_rss_bytes":null,"iterator_creation_s":0.01,"next_wait_ns":[1,2],"transfer_ns":[0,0],"compute_ns":[3,4]}"#;
         assert!(matches!(decode(3, diag), Ok(Line::Epoch(_))));
         assert!(matches!(decode(4, r#"{"type":"done"}"#), Ok(Line::Done)));
+        // With ranks: a comm series of one entry per step, a weights digest per mode.
+        let ranked = diag.replace("\"compute_ns\"", "\"comm_ns\":[5,6],\"compute_ns\"");
+        assert!(matches!(decode(5, &ranked), Ok(Line::Epoch(e)) if e.comm_ns == Some(vec![5, 6])));
+        let done = r#"{"type":"done","weights":["ab12","ab12"]}"#;
+        assert!(matches!(decode(6, done), Ok(Line::Done)));
+        for bad in [
+            diag.replace("\"compute_ns\"", "\"comm_ns\":[5],\"compute_ns\""),
+            wr.replace("\"bytes\"", "\"comm_ns\":[1,2],\"bytes\""),
+            r#"{"type":"done","weights":[1]}"#.to_string(),
+            r#"{"type":"done","weights":["a"],"x":1}"#.to_string(),
+        ] {
+            assert!(decode(7, &bad).is_err(), "{bad}");
+        }
         // Drift: a renamed field, an extra field, a short series, a new type,
         // another protocol, text that is not JSON.
         let renamed = wr.replace("\"seconds\"", "\"secs\"");

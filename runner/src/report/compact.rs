@@ -1,8 +1,10 @@
 //! The default reports, within 100 columns. A bundle: per experiment the
 //! verdict, then a compact table of the key whole-run figure (with its ratio
 //! to the baseline and the noise flag) and the key diagnostic figure, both
-//! chosen by `analysis::key_columns`. A comparison: medians of BASE and NEW,
-//! NEW/BASE and the change. The full tables are `--wide`.
+//! chosen by `analysis::key_columns`, the cost table when the runs carry
+//! CPU costs, and for a merged bundle each configuration's ranks. A
+//! comparison: medians of BASE and NEW, NEW/BASE and the change. The full
+//! tables are `--wide`.
 
 use stallscope_bundle::analysis::{
     BundleComparison, ComparisonTable, MetricKey, Summary, TableOptions, comparison_table,
@@ -11,6 +13,7 @@ use stallscope_bundle::analysis::{
 use stallscope_bundle::{Bundle, Experiment, Provenance, TimingMode};
 
 use super::comparison::{comparison_rows, comparison_unit};
+use super::ranks::{render_cost_table, render_ranks};
 use super::text::{Column, WIDTH, compact_table, wrap};
 
 /// Every experiment of a bundle: title, verdict, compact table.
@@ -27,6 +30,7 @@ pub fn render_bundle_compact(b: &Bundle) -> String {
     }
     for e in &b.experiments {
         out.push_str(&render_experiment(e));
+        out.push_str(&render_ranks(b, e));
         out.push('\n');
     }
     out
@@ -51,6 +55,7 @@ pub fn render_experiment(e: &Experiment) -> String {
         },
     );
     out.push_str(&render_table(&t, keys.whole_run, keys.detail));
+    out.push_str(&render_cost_table(e));
     out
 }
 

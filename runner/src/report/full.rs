@@ -2,7 +2,8 @@
 //! comparison table, as aligned text (`--wide`), Markdown, CSV or JSON.
 
 use stallscope_bundle::analysis::{
-    ComparisonTable, TableOptions, comparison_table, csv_field, show_ratio, verdict,
+    ComparisonTable, TableOptions, comparison_table, csv_field, rank_analysis_in, show_ratio,
+    verdict,
 };
 use stallscope_bundle::{Bundle, Experiment, Provenance, TimingMode};
 
@@ -84,6 +85,7 @@ pub fn render_bundle_wide(b: &Bundle) -> String {
                 out.push_str(&render_table(&t));
             }
         }
+        out.push_str(&super::ranks::render_ranks(b, e));
         out.push('\n');
     }
     out
@@ -109,6 +111,16 @@ pub fn render_bundle_markdown(b: &Bundle) -> String {
             if !t.columns.is_empty() {
                 out.push_str(&t.to_markdown());
                 out.push('\n');
+            }
+        }
+        for c in &e.configurations {
+            if let Some(a) = rank_analysis_in(b, c) {
+                out.push_str(&format!(
+                    "**Ranks of {}** (diagnostic {} shares):\n\n```\n{}```\n\n",
+                    md(&c.label),
+                    a.phase.as_str(),
+                    super::ranks::render_rank_analysis(&c.label, &a)
+                ));
             }
         }
     }
@@ -190,6 +202,7 @@ pub fn render_bundle_json(b: &Bundle) -> serde_json::Value {
                 })),
                 "phase": t.phase.as_str(),
                 "baseline": t.baseline,
+                "ranks": ranks_json(b, e),
                 "columns": t.columns.iter().map(|c| serde_json::json!({
                     "metric": c.key.metric.label(),
                     "timing_mode": mode_name(&c.key),
@@ -223,6 +236,39 @@ pub fn render_bundle_json(b: &Bundle) -> serde_json::Value {
         "provenance": match b.provenance { Provenance::Measured => "measured", Provenance::Published { .. } => "published" },
         "experiments": experiments,
     })
+}
+
+/// Each configuration's per-rank analysis (merged bundles only).
+fn ranks_json(b: &Bundle, e: &Experiment) -> Vec<serde_json::Value> {
+    e.configurations
+        .iter()
+        .filter_map(|c| Some((c, rank_analysis_in(b, c)?)))
+        .map(|(c, a)| {
+            serde_json::json!({
+                "configuration": c.id,
+                "phase": a.phase.as_str(),
+                "step_timing_mode": a.step_mode.as_ref().map(TimingMode::as_str),
+                "imbalance": a.imbalance,
+                "work_imbalance": a.work_imbalance,
+                "steps_compared": a.steps_compared,
+                "stragglers": a.stragglers.iter().map(|(r, n)| serde_json::json!({"rank": r, "steps": n})).collect::<Vec<_>>(),
+                "verdict": a.verdict,
+                "notes": a.notes,
+                "ranks": a.ranks.iter().map(|r| serde_json::json!({
+                    "rank": r.rank,
+                    "steps": r.steps,
+                    "step_median_s": r.step_median_s,
+                    "next_wait_share": r.next_wait_share,
+                    "transfer_share": r.transfer_share,
+                    "compute_share": r.compute_share,
+                    "comm_share": r.comm_share,
+                    "straggler_steps": r.straggler_steps,
+                    "straggler_share": r.straggler_share,
+                    "samples_per_s": r.samples_per_s,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
 }
 
 fn md(s: &str) -> String {

@@ -7,11 +7,13 @@
 mod compact;
 mod comparison;
 mod full;
+mod ranks;
 pub mod text;
 
 pub use compact::{render_bundle_compact, render_comparison_compact, render_experiment};
 pub use comparison::*;
 pub use full::*;
+pub use ranks::{render_cost_table, render_rank_analysis, render_ranks};
 
 use stallscope_bundle::Bundle;
 
@@ -107,3 +109,6 @@ pub fn align(header: &[String], rows: &[Vec<String>]) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod tests_ranks;

@@ -6,6 +6,8 @@
 //! CPU-only machine; the CUDA functions work once `libtorch_cuda.so` is loaded
 //! (see `crate::device`) and otherwise return an error.
 
+pub mod store;
+
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 
 unsafe extern "C" {

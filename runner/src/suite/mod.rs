@@ -9,12 +9,14 @@ mod kinds;
 mod loader;
 mod located;
 mod plan;
+mod ranks;
 mod raw;
 
 use std::path::{Path, PathBuf};
 
 pub use located::SuiteError;
 pub use plan::*;
+pub use ranks::{DEFAULT_RANK_TIMEOUT_S, RankKnobs, SlowRank};
 
 use kinds::ExperimentCx;
 use located::{Located, key_at, line_col};
@@ -94,6 +96,7 @@ pub fn parse_suite(
             "no [[experiment]] table; expected at least one",
         ));
     }
+    let rank_knobs = ranks::parse(&raw, &cx)?;
     let mut experiments: Vec<ExperimentPlan> = Vec::new();
     for (i, e) in raw.experiment.into_iter().enumerate() {
         let at = |k: &str| format!("experiment[{i}].{k}");
@@ -221,6 +224,7 @@ pub fn parse_suite(
         seed: raw.seed.unwrap_or(42),
         data_seed: raw.data_seed.unwrap_or(0),
         torch_threads,
+        ranks: rank_knobs,
         experiments,
     })
 }

@@ -19,6 +19,8 @@ pub struct Plan {
     /// libtorch's intra-op thread count for the whole run (seeds/000 used 1);
     /// `None` leaves libtorch's default.
     pub torch_threads: Option<i32>,
+    /// The barrier timeout and the rank slowed on purpose (ranked runs).
+    pub ranks: super::ranks::RankKnobs,
     pub experiments: Vec<ExperimentPlan>,
 }
 

@@ -13,6 +13,10 @@ pub(crate) struct RawSuite {
     pub(crate) torch_threads: Option<Spanned<i64>>,
     pub(crate) repeats: Option<Spanned<i64>>,
     pub(crate) epochs: Option<Spanned<i64>>,
+    /// Rank knobs (`suite/ranks.rs`).
+    pub(crate) rank_timeout_s: Option<Spanned<f64>>,
+    pub(crate) slow_rank: Option<Spanned<i64>>,
+    pub(crate) slow_rank_delay_ms: Option<Spanned<f64>>,
     #[serde(default)]
     pub(crate) experiment: Vec<RawExperiment>,
 }

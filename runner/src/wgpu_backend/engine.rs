@@ -47,6 +47,7 @@ impl Engine for WgpuEngine {
                 tf32_cudnn: false,
             }),
             seeds: None,
+            rank: None,
         }
     }
 

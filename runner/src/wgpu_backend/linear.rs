@@ -372,6 +372,9 @@ fn epoch(
         Phase::Steady
     };
     let id = format!("{}-r{repeat}-e{epoch}", mode.as_str());
+    let whole = mode == TimingMode::WholeRun;
+    let watch = crate::cost::EpochWatch::start_with(None, super::loader::no_gpu_series(), whole);
+    let taken = watch.steps();
     t.ctx.wait()?;
     let started = Instant::now();
     let mut run = Run::new(id, mode.clone(), repeat, epoch, phase);
@@ -381,6 +384,7 @@ fn epoch(
                 gather(x, y, features, ids, &mut xb, &mut yb);
                 t.write_batch(&xb, &yb);
                 t.submit_step(yb.len() as u32);
+                taken.fetch_add(1, Ordering::Relaxed);
             }
             t.ctx.wait()?;
             let seconds = started.elapsed().as_secs_f64();
@@ -426,6 +430,7 @@ fn epoch(
         host_peak_rss_bytes: host_peak_rss_bytes(),
         ..Memory::default()
     });
+    watch.finish(&mut run);
     Ok(run)
 }
 

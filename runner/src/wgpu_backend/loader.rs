@@ -326,31 +326,47 @@ impl<'a> WgpuLoader<'a> {
         let (mut samples, mut bytes) = (0u64, 0u64);
         let mut series = StepSeries::default();
         let mut steps = 0u64;
+        let workers = match &batches {
+            Batches::Loader(l) => Some(l.worker_registry()),
+            _ => None,
+        };
+        let watch = crate::cost::EpochWatch::start_with(workers, no_gpu_series(), !diagnostic);
+        let taken = watch.steps();
         self.ctx.wait().map_err(wgpu_error)?;
         let started = Instant::now();
         let mut iterator_creation_s = None;
         let mut step = |xs: Option<(&[f32], &[u32])>, n: usize, t0: Instant| {
+            // A slowed rank's delay counts as its wait for the batch.
+            crate::ranks::slow_batch();
             let t1 = Instant::now();
             if let Some((x, y)) = xs {
                 t.write_batch(x, y);
             }
             if diagnostic {
                 t.flush_copies();
-                self.ctx.wait()?;
+                self.ctx.wait().map_err(wgpu_error)?;
             }
             let t2 = Instant::now();
             t.submit_step(n as u32);
+            // With ranks, every step meets the others (timed as comm when
+            // diagnostic); a no-op for one process.
             if diagnostic {
-                self.ctx.wait()?;
+                self.ctx.wait().map_err(wgpu_error)?;
                 let t3 = Instant::now();
                 series.next_wait_ns.push((t1 - t0).as_nanos() as u64);
                 series.transfer_ns.push((t2 - t1).as_nanos() as u64);
                 series.compute_ns.push((t3 - t2).as_nanos() as u64);
+                if let Some(ns) = crate::ranks::timed_step_barrier(steps, epoch)? {
+                    series.comm_ns.push(ns);
+                }
+            } else {
+                crate::ranks::step_barrier(steps, epoch)?;
             }
             samples += n as u64;
             bytes += xs.map_or(0, |(x, y)| (x.len() * 4 + y.len() * 4) as u64);
             steps += 1;
-            Ok::<(), WgpuError>(())
+            taken.fetch_add(1, Ordering::Relaxed);
+            Ok::<(), UnitError>(())
         };
         match batches {
             Batches::Loader(loader) => {
@@ -361,7 +377,7 @@ impl<'a> WgpuLoader<'a> {
                     let Some(b) = it.next_batch() else { break };
                     let b = b.map_err(loader_error)?;
                     let y = labels(&b);
-                    step(Some((&b.inputs, &y)), y.len(), t0).map_err(wgpu_error)?;
+                    step(Some((&b.inputs, &y)), y.len(), t0)?;
                     if cx.stop.load(Ordering::Relaxed) {
                         return Err(UnitError::Interrupted);
                     }
@@ -370,7 +386,7 @@ impl<'a> WgpuLoader<'a> {
             Batches::Host(host) => {
                 for b in host {
                     let t0 = Instant::now();
-                    step(Some((&b.x, &b.y)), b.y.len(), t0).map_err(wgpu_error)?;
+                    step(Some((&b.x, &b.y)), b.y.len(), t0)?;
                     if cx.stop.load(Ordering::Relaxed) {
                         return Err(UnitError::Interrupted);
                     }
@@ -386,7 +402,7 @@ impl<'a> WgpuLoader<'a> {
                         t.set_rows(n as u32);
                         resident = Some(n);
                     }
-                    step(None, n, Instant::now()).map_err(wgpu_error)?;
+                    step(None, n, Instant::now())?;
                     if cx.stop.load(Ordering::Relaxed) {
                         return Err(UnitError::Interrupted);
                     }
@@ -422,8 +438,16 @@ impl<'a> WgpuLoader<'a> {
             host_peak_rss_bytes: host_peak_rss_bytes(),
             ..Memory::default()
         });
+        watch.finish(&mut run);
         Ok(run)
     }
+}
+
+/// Why a wgpu epoch's timeline has no GPU series.
+pub(crate) fn no_gpu_series() -> crate::cost::GpuTarget {
+    crate::cost::GpuTarget::None(
+        "the wgpu engine does not map its adapter to an NVML device".into(),
+    )
 }
 
 fn labels(b: &Batch) -> Vec<u32> {

@@ -101,15 +101,10 @@ impl WgpuCtx {
             .collect::<Vec<_>>()
             .join(" ");
         DeviceInfo {
-            kind: DeviceKind::Wgpu,
-            name: self.info.name.clone(),
-            index: None,
-            memory_total_bytes: None,
             driver: (!driver.is_empty()).then_some(driver),
-            cuda_runtime: None,
-            compute_capability: None,
             backend: Some(format!("{:?}", self.info.backend)),
             device_type: Some(format!("{:?}", self.info.device_type)),
+            ..DeviceInfo::new(DeviceKind::Wgpu, self.info.name.clone())
         }
     }
 

@@ -235,6 +235,7 @@ mod tests {
                 state: stallscope_bundle::RunState::Complete,
                 message: None,
             },
+            ranks: vec![],
             notes: vec![],
         };
         assert_eq!(stallscope_bundle::validate(&b), vec![]);

@@ -2,7 +2,8 @@
 //! binary (real libtorch, on the CPU), read back and validate its bundle.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
 
 use stallscope_bundle::{Bundle, parse_bundle, validate};
 use tempfile::TempDir;
@@ -120,4 +121,33 @@ pub fn run_on_cpu(suite: &Path, out: &Path, envs: &[(&str, &str)]) -> Output {
         ],
         envs,
     )
+}
+
+/// Wait (at most 120 s) until the bundle at `path` holds a finished
+/// configuration (one with runs), failing if a process of `running` ends
+/// first: the moment a stop test signals a run.
+pub fn wait_for_a_saved_configuration(path: &Path, running: &mut [Child]) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no configuration finished in time"
+        );
+        for c in running.iter_mut() {
+            assert!(
+                c.try_wait().unwrap().is_none(),
+                "a run ended before the stop"
+            );
+        }
+        if let Ok(bytes) = std::fs::read(path)
+            && let Ok(b) = stallscope_bundle::read_bundle(&bytes)
+            && b.experiments[0]
+                .configurations
+                .iter()
+                .any(|c| !c.runs.is_empty())
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

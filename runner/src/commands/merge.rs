@@ -1,0 +1,135 @@
+//! `stallscope merge DIR`: read every per-rank bundle (`*.rank-R.json`) of a
+//! folder, in parallel threads, and write the one merged bundle
+//! (`stallscope_bundle::merge`) to `DIR/bundle.merged.json` or `--out`,
+//! without indentation (a third of the size, within the viewer's limit).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use stallscope_bundle::{Bundle, RunState};
+
+use crate::bundle_file::{self, write_atomic_compact};
+use crate::cli::MergeArgs;
+
+/// The rank a per-rank bundle's file name carries: `X.rank-R.json` → R.
+pub fn rank_of_file(name: &str) -> Option<u32> {
+    let stem = name.strip_suffix(".json")?;
+    let (_, rank) = stem.rsplit_once(".rank-")?;
+    (!rank.is_empty() && rank.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| rank.parse().ok())
+        .flatten()
+}
+
+/// The per-rank bundles of `dir`, sorted by rank.
+pub fn rank_files(dir: &Path) -> anyhow::Result<Vec<(u32, PathBuf)>> {
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot list the folder", dir.display()))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("{}: cannot list the folder", dir.display()))?;
+        let name = entry.file_name();
+        if let Some(rank) = name.to_str().and_then(rank_of_file) {
+            files.push((rank, entry.path()));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Read the files on up to one thread per core; the first error (in file
+/// order) names its file.
+fn read_all(files: &[(u32, PathBuf)]) -> anyhow::Result<Vec<Bundle>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(4, |n| n.get())
+        .min(16);
+    let chunk = files.len().div_ceil(threads).max(1);
+    let results: Vec<Vec<Result<Bundle, String>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|(_, p)| bundle_file::read(p).map_err(|e| e.paragraphs().join("\n")))
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a reading thread panicked"))
+            .collect()
+    });
+    results
+        .into_iter()
+        .flatten()
+        .map(|r| r.map_err(anyhow::Error::msg))
+        .collect()
+}
+
+pub fn run(args: &MergeArgs) -> anyhow::Result<ExitCode> {
+    let files = rank_files(&args.dir)?;
+    if files.is_empty() {
+        anyhow::bail!(
+            "{}: no per-rank bundles (*.rank-R.json); expected the folder a ranked `stallscope \
+             run` wrote (its --out)",
+            args.dir.display()
+        );
+    }
+    let bundles = read_all(&files)?;
+    let ids: Vec<(String, PathBuf)> = bundles
+        .iter()
+        .zip(&files)
+        .map(|(b, (_, p))| (b.id.clone(), p.clone()))
+        .collect();
+    let merged = stallscope_bundle::merge::merge(bundles).map_err(|e| {
+        let named: Vec<String> = e
+            .bundles()
+            .iter()
+            .filter_map(|id| ids.iter().find(|(i, _)| i == id))
+            .map(|(id, p)| format!("{id} is {}", p.display()))
+            .collect();
+        let mut m = format!("{}: {e}", args.dir.display());
+        if !named.is_empty() {
+            m.push_str(&format!(" ({})", named.join(", ")));
+        }
+        anyhow::Error::msg(m)
+    })?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.dir.join("bundle.merged.json"));
+    write_atomic_compact(&out, &merged).with_context(|| format!("writing {}", out.display()))?;
+    let state = match merged.status.state {
+        RunState::Complete => "complete",
+        _ => "partial",
+    };
+    println!(
+        "merged {} ranks ({state}): {}",
+        merged.ranks.len(),
+        out.display()
+    );
+    if let Some(m) = &merged.status.message {
+        println!(
+            "{}",
+            crate::report::text::fit(m, crate::report::text::WIDTH)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_file_names() {
+        assert_eq!(rank_of_file("bundle.rank-0.json"), Some(0));
+        assert_eq!(rank_of_file("x.y.rank-1023.json"), Some(1023));
+        assert_eq!(rank_of_file("bundle.json"), None);
+        assert_eq!(rank_of_file("bundle.merged.json"), None);
+        assert_eq!(rank_of_file("bundle.rank-.json"), None);
+        assert_eq!(rank_of_file("bundle.rank-1a.json"), None);
+        assert_eq!(rank_of_file(".bundle.rank-1.json.tmp-4"), None);
+    }
+}

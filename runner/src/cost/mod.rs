@@ -1,0 +1,173 @@
+//! What an epoch costs besides time (issue 12, format 1.2): CPU-seconds of
+//! the runner process and of every loader worker (`Run.cost`), the worker
+//! processes' peak memory (`Memory.workers_peak_rss_bytes`), and, for
+//! whole-run epochs, a timeline sampled on a side thread (`Run.timeline`).
+//! [`EpochWatch`] wraps one epoch: counters right before, right after.
+
+pub mod account;
+pub mod nvml;
+pub mod proc;
+pub mod sampler;
+pub mod step_memory;
+pub mod tree;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use stallscope_bundle::{LoaderStats, Memory, Run};
+use stallscope_loader::WorkerRegistry;
+
+use crate::feed::{EpochIter, Feed, FeedError, HostBatch};
+pub use account::{CpuSnapshot, epoch_cost};
+pub use nvml::GpuTarget;
+pub use sampler::{INTERVAL, Sampler, SamplerSpec};
+
+static TIMELINE: AtomicBool = AtomicBool::new(true);
+
+/// Switch the timeline sampler on or off for the epochs that follow (on by
+/// default; `bench overhead` measures one against the other).
+pub fn set_timeline(on: bool) {
+    TIMELINE.store(on, Ordering::Relaxed);
+}
+
+/// Whether whole-run epochs get a timeline.
+pub fn timeline_enabled() -> bool {
+    TIMELINE.load(Ordering::Relaxed)
+}
+
+/// One epoch's accounting, started right before the epoch.
+pub struct EpochWatch {
+    before: CpuSnapshot,
+    workers: Option<WorkerRegistry>,
+    steps: Arc<AtomicU64>,
+    sampler: Option<Sampler>,
+    sampler_error: Option<String>,
+}
+
+impl EpochWatch {
+    /// Read the counters now; with `timeline`, start the sampler too.
+    pub fn start(feed: &dyn Feed, gpu: GpuTarget, timeline: bool) -> Self {
+        Self::start_with(feed.workers(), gpu, timeline)
+    }
+
+    /// The same for an engine without a [`Feed`] (wgpu): `workers` is the
+    /// loader's worker list, if it has one.
+    pub fn start_with(workers: Option<WorkerRegistry>, gpu: GpuTarget, timeline: bool) -> Self {
+        let steps = Arc::new(AtomicU64::new(0));
+        let (sampler, sampler_error) = if timeline && timeline_enabled() {
+            match Sampler::start(SamplerSpec {
+                interval: INTERVAL,
+                workers: workers.clone(),
+                steps: Some(Arc::clone(&steps)),
+                tree: None,
+                gpu,
+                allocator_only: false,
+            }) {
+                Ok(s) => (Some(s), None),
+                Err(e) => (None, Some(format!("the sampler thread did not start: {e}"))),
+            }
+        } else {
+            (None, None)
+        };
+        EpochWatch {
+            before: CpuSnapshot::take(workers.as_ref()),
+            workers,
+            steps,
+            sampler,
+            sampler_error,
+        }
+    }
+
+    /// The counter of steps taken, for a loop that counts them itself.
+    pub fn steps(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.steps)
+    }
+
+    /// `feed`, counting the batches it hands out for the timeline's steps.
+    pub fn count<'a>(&self, feed: &'a mut dyn Feed) -> Counted<'a> {
+        Counted {
+            inner: feed,
+            steps: Arc::clone(&self.steps),
+        }
+    }
+
+    /// Read the counters again (right after the epoch, before the workers
+    /// are stopped) and fill `run.cost`, `run.timeline` and the worker
+    /// processes' peak memory.
+    pub fn finish(self, run: &mut Run) {
+        let after = CpuSnapshot::take(self.workers.as_ref());
+        let timeline = self.sampler.map(Sampler::finish);
+        let samples = run
+            .whole_run
+            .as_ref()
+            .and_then(|w| w.samples)
+            .or_else(|| run.diagnostic.as_ref().and_then(|d| d.samples))
+            .unwrap_or(0);
+        let (cost, workers_peak) = epoch_cost(&self.before, &after, samples);
+        run.cost = Some(cost);
+        run.timeline = timeline;
+        if let Some(why) = self.sampler_error {
+            // Nothing is lost: the cost stands, the reason is kept.
+            run.timeline = Some(stallscope_bundle::Timeline {
+                interval_s: INTERVAL.as_secs_f64(),
+                gpu_not_available: Some(why),
+                ..Default::default()
+            });
+        }
+        if let Some(peak) = workers_peak {
+            run.memory
+                .get_or_insert_with(Memory::default)
+                .workers_peak_rss_bytes = Some(peak);
+        }
+    }
+}
+
+/// A feed that counts the batches it hands out (the timeline's `steps`:
+/// batches taken by the loop, so the one in progress is included).
+pub struct Counted<'a> {
+    inner: &'a mut dyn Feed,
+    steps: Arc<AtomicU64>,
+}
+
+struct CountedIter<'a> {
+    inner: Box<dyn EpochIter + 'a>,
+    steps: Arc<AtomicU64>,
+}
+
+impl EpochIter for CountedIter<'_> {
+    fn next_batch(&mut self) -> Option<Result<HostBatch, FeedError>> {
+        let b = self.inner.next_batch();
+        if matches!(b, Some(Ok(_))) {
+            self.steps.fetch_add(1, Ordering::Relaxed);
+        }
+        b
+    }
+}
+
+impl Feed for Counted<'_> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn samples_per_epoch(&self) -> u64 {
+        self.inner.samples_per_epoch()
+    }
+    fn batches_per_epoch(&self) -> u64 {
+        self.inner.batches_per_epoch()
+    }
+    fn batch_bytes(&self) -> u64 {
+        self.inner.batch_bytes()
+    }
+    fn start_epoch(&mut self, epoch: u32) -> Result<Box<dyn EpochIter + '_>, FeedError> {
+        let inner = self.inner.start_epoch(epoch)?;
+        Ok(Box::new(CountedIter {
+            inner,
+            steps: Arc::clone(&self.steps),
+        }))
+    }
+    fn loader_stats(&mut self) -> Option<LoaderStats> {
+        self.inner.loader_stats()
+    }
+    fn workers(&self) -> Option<WorkerRegistry> {
+        self.inner.workers()
+    }
+}
