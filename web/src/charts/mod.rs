@@ -7,10 +7,12 @@
 //! original values, so every chart has one coordinate type.
 
 pub mod epochs;
+pub mod rank_heat;
 pub mod rates;
 pub mod stages;
 pub mod steps;
 pub mod throughput;
+pub mod timeline;
 
 use std::ops::Range;
 
@@ -67,6 +69,7 @@ pub const SWEET_GREEN: RGBColor = RGBColor(20, 150, 70);
 pub const WAIT_RED: RGBColor = RGBColor(205, 60, 60);
 pub const TRANSFER_PURPLE: RGBColor = RGBColor(130, 90, 190);
 pub const COMPUTE_SLATE: RGBColor = RGBColor(90, 120, 150);
+pub const COMM_TEAL: RGBColor = RGBColor(40, 150, 140);
 pub const GRID: RGBColor = RGBColor(225, 225, 225);
 
 /// The canvas prepared for drawing, and the scale from CSS to device pixels.
@@ -267,5 +270,19 @@ mod tests {
         assert_eq!(short_number(2_500_000.0), "2.5M");
         assert_eq!(short_number(0.25), "0.25");
         assert_eq!(short_number(256.0), "256");
+    }
+}
+
+/// xorshift64: generated inputs for the charts' tests, without a dependency.
+#[cfg(test)]
+pub(crate) mod test_gen {
+    pub(crate) struct Gen(pub(crate) u64);
+    impl Gen {
+        pub(crate) fn next(&mut self, below: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % below.max(1)
+        }
     }
 }

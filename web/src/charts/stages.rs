@@ -1,4 +1,5 @@
-//! The diagnostic stage breakdown (next-wait / transfer / compute per step)
+//! The diagnostic stage breakdown (next-wait / transfer / compute per step,
+//! and comm for the ranks of a merged bundle)
 //! as stacked bars, one per configuration. Labelled as diagnostic: these are
 //! synchronized figures and say where a step waits, not how fast it runs.
 
@@ -11,14 +12,15 @@ use web_sys::HtmlCanvasElement;
 
 use super::*;
 
-const STAGES: [(Metric, &str, RGBColor); 3] = [
+const STAGES: [(Metric, &str, RGBColor); 4] = [
     (Metric::NextWaitMeanS, "next-wait", WAIT_RED),
     (Metric::TransferMeanS, "transfer", TRANSFER_PURPLE),
     (Metric::ComputeMeanS, "compute", COMPUTE_SLATE),
+    (Metric::CommMeanS, "comm", COMM_TEAL),
 ];
 
-/// (label, [wait, transfer, compute]) mean seconds per step.
-fn bars(e: &Experiment) -> Vec<(String, [f64; 3])> {
+/// (label, [wait, transfer, compute, comm]) mean seconds per step.
+fn bars(e: &Experiment) -> Vec<(String, [f64; 4])> {
     let phase = preferred_phase(e);
     e.configurations
         .iter()
@@ -86,7 +88,12 @@ pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
         .axis_desc_style(font(12.0))
         .draw()
         .map_err(err)?;
+    // Comm only for ranked runs (a single process has none).
+    let with_comm = bars.iter().any(|(_, v)| v[3] > 0.0);
     for (k, (_, name, color)) in STAGES.iter().enumerate() {
+        if k == 3 && !with_comm {
+            continue;
+        }
         let color = *color;
         chart
             .draw_series(bars.iter().enumerate().map(|(i, (_, v))| {

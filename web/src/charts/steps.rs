@@ -1,4 +1,4 @@
-//! The distribution of per-step times (next-wait + transfer + compute, from a
+//! The distribution of per-step times (next-wait + transfer + compute + comm, from a
 //! diagnostic run's `steps` columns) as a histogram, log-binned when the
 //! range is wide, with the run's own median and p95 marked.
 //!
@@ -41,7 +41,10 @@ pub fn draw(canvas: &HtmlCanvasElement, c: &Configuration) -> ChartResult {
     let mut hi = 0u64;
     let totals: Vec<u64> = (0..n)
         .map(|i| {
-            let t = series.next_wait_ns[i] + series.transfer_ns[i] + series.compute_ns[i];
+            // A rank's step includes its time in the synchronisation, as the
+            // bundle's `step` statistics do (format 1.2).
+            let comm = series.comm_ns.get(i).copied().unwrap_or(0);
+            let t = series.next_wait_ns[i] + series.transfer_ns[i] + series.compute_ns[i] + comm;
             lo = lo.min(t);
             hi = hi.max(t);
             t

@@ -1,5 +1,5 @@
 //! A bundle: its provenance, the machine, the suite, and one verdict per
-//! experiment with the figure it rests on.
+//! experiment with the figure it rests on, and a merged bundle's ranks.
 
 use leptos::prelude::*;
 use stallscope_bundle::analysis::verdict_in;
@@ -8,6 +8,7 @@ use stallscope_bundle::{Bundle, RunState};
 use crate::components::environment::Environment;
 use crate::components::missing::Missing;
 use crate::components::provenance::Provenance;
+use crate::components::rank_list::RankList;
 use crate::route::{ExperimentView, Route};
 use crate::state::AppState;
 
@@ -74,6 +75,7 @@ fn bundle_view(b: std::sync::Arc<Bundle>) -> impl IntoView {
                     })
                     .collect_view()}
             </section>
+            <RankList bundle=b.clone()/>
             <Environment bundle=b.clone()/>
             {suite.map(|s| view! {
                 <details class="suite">

@@ -21,6 +21,21 @@ pub fn environment_facts(b: &Bundle) -> Vec<(&'static str, String)> {
         push("OS", h.os.clone());
         push("kernel", h.kernel.clone());
     }
+    if let Some(r) = &e.rank {
+        push(
+            "rank",
+            Some(format!(
+                "{} of {} (local {}{}), {}, sync {}",
+                r.rank,
+                r.world_size,
+                r.local_rank,
+                r.node.map(|n| format!(", node {n}")).unwrap_or_default(),
+                r.launcher,
+                r.sync
+            )),
+        );
+        push("rank host", r.hostname.clone());
+    }
     if let Some(d) = &e.device {
         push("device", Some(format!("{} ({})", d.name, d.kind.as_str())));
         push(

@@ -1,7 +1,8 @@
 //! One experiment: verdict, the comparison table, the charts (whole-run
 //! throughput with memory and the sweet spot; the diagnostic stage breakdown,
 //! kept apart; first vs steady epochs; per-step distribution) and what every
-//! figure means. An experiment of a kind from a newer format is shown the
+//! figure means; the sampled timelines, the CPU cost and, for a merged
+//! multi-rank bundle, the per-rank view. An experiment of a kind from a newer format is shown the
 //! same way, its verdict saying so (`analysis::unknown_kind_note`).
 
 use std::sync::Arc;
@@ -14,10 +15,13 @@ use stallscope_bundle::analysis::{show_percent, stall_attribution, verdict_in};
 use crate::charts;
 use crate::components::chart_panel::{ChartPanel, Draw};
 use crate::components::comparison_table::ComparisonTable;
+use crate::components::cost::Cost;
 use crate::components::failures::Failures;
 use crate::components::metric_glossary::{MetricGlossary, metrics_of};
 use crate::components::missing::Missing;
 use crate::components::provenance::Provenance;
+use crate::components::ranks::RankPanel;
+use crate::components::timelines::Timelines;
 use crate::route::{ExperimentView, Route};
 use crate::state::AppState;
 
@@ -203,6 +207,11 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
                     {stages}
                     {steps}
                 </section>
+            })}
+            <Timelines bundle=shared.clone() experiment=index stem=stem.clone()/>
+            <Cost bundle=shared.clone() experiment=index/>
+            {(!shared.ranks.is_empty()).then(|| view! {
+                <RankPanel bundle=shared.clone() experiment=index stem=stem.clone()/>
             })}
             <Failures bundle=shared.clone() experiment=index/>
             <MetricGlossary metrics=metrics_of(e)/>
