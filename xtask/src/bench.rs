@@ -1,14 +1,14 @@
 //! `cargo xtask bench NAME` and `cargo xtask schema`: dispatch to the benches and the schema test.
 use crate::cmd::cargo;
-use crate::{bench_compute, bench_image_cnn, bench_peers, web};
+use crate::{bench_compute, bench_image_cnn, bench_peers, bench_ranks, web};
 use anyhow::{Result, bail};
 use std::path::Path;
 
 /// Benchmarks by name and what each measures.
-pub(crate) const BENCHES: [(&str, &str); 7] = [
+pub(crate) const BENCHES: [(&str, &str); 9] = [
     (
         "overhead",
-        "the runner's own timing overhead (cargo bench -p stallscope --bench overhead)",
+        "the runner's timing overhead, and the timeline sampler's on vs off (--bench overhead)",
     ),
     (
         "loader",
@@ -30,7 +30,15 @@ pub(crate) const BENCHES: [(&str, &str); 7] = [
         "image-cnn",
         "image pipeline into the image CNN, whole run: this build vs a baseline (--baseline BIN)",
     ),
+    (
+        "decode",
+        "reading a 1,024-rank merged bundle: typed decode vs located decode, and validation",
+    ),
     ("viewer", "the viewer in a real browser"),
+    (
+        "ranks",
+        "1,024 rank bundles: stallscope merge, then the merged summary in a real browser",
+    ),
 ];
 
 pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
@@ -51,10 +59,18 @@ pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
             }
             bench.run()
         }
+        "decode" => {
+            let mut bench = cargo().args(["bench", "-p", "stallscope-bundle", "--bench", "decode"]);
+            if args.len() > 1 {
+                bench = bench.arg("--").args(&args[1..]);
+            }
+            bench.run()
+        }
         "loader-peers" => bench_peers::run(repo),
         "compute-peers" => bench_compute::run(repo),
         "image-cnn" => bench_image_cnn::run(repo, &args[1..]),
         "viewer" => web::bench(),
+        "ranks" => bench_ranks::run(repo),
         other => bail!(
             "unknown benchmark `{other}`; the benchmarks are: {}",
             names()

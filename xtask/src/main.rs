@@ -4,6 +4,7 @@ mod bench_compute;
 mod bench_goals;
 mod bench_image_cnn;
 mod bench_peers;
+mod bench_ranks;
 mod cmd;
 mod demo;
 mod libtorch;
@@ -28,7 +29,7 @@ const USAGE: &str = "usage: cargo xtask <task>
                       build (as `build`), `stallscope run --preset quickstart --device auto --out out/demo RUN ARGS`,
                       export the site to out/demo/site and serve it (until Ctrl-C)
   bench NAME          run a benchmark: overhead, loader, workers, loader-peers, compute-peers,
-                      image-cnn or viewer; loader-peers and compute-peers build the release runner
+                      image-cnn, viewer or ranks; loader-peers and compute-peers build the release runner
                       and compare it with the peer engines (PyTorch, SPDL) on the CPU, keeping their
                       results in fixtures/bench; image-cnn sets it against a baseline (--baseline)
   schema              regenerate fixtures/schema/bundle.schema.json from the bundle types";

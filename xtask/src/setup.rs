@@ -9,7 +9,7 @@ use std::time::Instant;
 pub(crate) const WASM_BINDGEN_VERSION: &str = "0.2.130";
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 /// Debian packages and why each is needed.
-const DEBIAN_PACKAGES: [(&str, &str); 6] = [
+const DEBIAN_PACKAGES: [(&str, &str); 7] = [
     ("chromium", "the viewer's browser tests"),
     ("chromium-driver", "WebDriver for the browser tests"),
     (
@@ -21,6 +21,10 @@ const DEBIAN_PACKAGES: [(&str, &str); 6] = [
     (
         "libturbojpeg0",
         "libjpeg-turbo's TurboJPEG API: the native loader's JPEG decoder (loaded at run time)",
+    ),
+    (
+        "shellcheck",
+        "lints scripts/gpu-check.sh, which only a GPU machine runs",
     ),
 ];
 

@@ -31,6 +31,11 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
             run: Box::new(|| cargo().args(["fmt", "--all", "--", "--check"]).run()),
         },
         Stage {
+            name: "scripts",
+            what: "bash -n and shellcheck of scripts/*.sh (the GPU check runs only on a GPU)",
+            run: Box::new(move || check_scripts(repo)),
+        },
+        Stage {
             name: "viewer-dist",
             what: "the viewer's wasm build into target/web-dist, which the runner builds below embed",
             run: Box::new(move || web::build_dist(repo).map(drop)),
@@ -90,6 +95,23 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
             run: Box::new(move || web::test_built(repo, &web_dist(repo))),
         },
     ]
+}
+
+/// `bash -n` and `shellcheck` over every script in `scripts/`: the GPU check
+/// cannot run here, so its syntax and lints are what CI holds it to.
+fn check_scripts(repo: &Path) -> Result<()> {
+    let mut scripts: Vec<PathBuf> = std::fs::read_dir(repo.join("scripts"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "sh"))
+        .collect();
+    scripts.sort();
+    if scripts.is_empty() {
+        bail!("no scripts/*.sh found under {}", repo.display());
+    }
+    for script in &scripts {
+        Cmd::new("bash").arg("-n").arg(script).run()?;
+    }
+    Cmd::new("shellcheck").args(&scripts).run()
 }
 
 /// Where `web::build_dist` puts the viewer. The runner's build script

@@ -10,6 +10,7 @@
 //! built without it refuses `stallscope site` with a message saying this.
 mod bench_viewer;
 mod checks;
+pub(crate) mod rank_bundles;
 
 use crate::cmd::{Cmd, cargo};
 use anyhow::{Context, Result, bail};

@@ -1,6 +1,7 @@
 //! The browser tests: a site exported by the real `stallscope site` from the
 //! published FashionMNIST bundle, a measured one and a bundle whose title is
-//! HTML and one from the three engines, served by `stallscope serve`, checked in headless Chromium (plus a
+//! HTML, one from the three engines and a generated merged multi-rank
+//! bundle, served by `stallscope serve`, checked in headless Chromium (plus a
 //! bundle of a newer format minor, loaded with `?bundle=`). Each
 //! check is named, prints its own failure, and screenshots go to
 //! `target/screenshots/`.
@@ -8,6 +9,7 @@ mod generated;
 mod loading;
 mod newer_format;
 mod peers;
+mod ranks;
 mod reports;
 
 use super::{Server, export_site};
@@ -22,7 +24,7 @@ const MEASURED: &str = "fixtures/measured/cpu-quickstart-quick.json";
 const XSS_TITLE: &str = "<img src=x onerror=alert(1)>";
 const XSS_ID: &str = "xss-title-test";
 const STEPS_ID: &str = "generated-steps-test";
-const SITE_BUNDLES: usize = 7;
+const SITE_BUNDLES: usize = 8;
 const WAIT: Duration = Duration::from_secs(20);
 
 /// One browser test.
@@ -59,6 +61,14 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         .experiments
         .push(generated::generated_stall_experiment());
     std::fs::write(&steps, serde_json::to_vec(&generated)?)?;
+    let merged = work.path().join("ranks.json");
+    std::fs::write(
+        &merged,
+        serde_json::to_vec(&crate::web::rank_bundles::merged_bundle(
+            &ranks::SPEC,
+            ranks::RANKS_ID,
+        )?)?,
+    )?;
     let site = work.path().join("site");
     export_site(
         runner,
@@ -70,6 +80,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
             repo.join(peers::PEERS),
             repo.join(peers::TUTORIAL),
             repo.join(peers::TUTORIAL_RUN),
+            merged,
         ],
         &site,
     )?;
@@ -110,7 +121,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         shots,
         repo: repo.to_path_buf(),
     };
-    let checks: [(&str, Check); 17] = [
+    let checks: [(&str, Check); 18] = [
         ("site_lists_its_bundles", loading::site_lists_its_bundles),
         (
             "table_cells_equal_the_fixture",
@@ -148,6 +159,10 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         (
             "published_tutorial_pairs_with_yours",
             peers::published_tutorial_pairs_with_yours,
+        ),
+        (
+            "rank_view_names_the_straggler",
+            ranks::rank_view_names_the_straggler,
         ),
     ];
     let (mut passed, mut failed) = (0, 0);

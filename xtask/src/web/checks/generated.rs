@@ -28,6 +28,9 @@ pub(super) fn generated_stall_experiment() -> stallscope_bundle::Experiment {
                 memory: None,
                 loader: None,
                 steps: None,
+                rank: None,
+                cost: None,
+                timeline: None,
             }])
     };
     Experiment::new(
