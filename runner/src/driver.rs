@@ -152,6 +152,12 @@ pub fn drive(
     for repeat in 0..repeats {
         for ci in order(configs, repeat) {
             let config = &bundle.experiments[exp_index].configurations[ci];
+            // Every slot, run or skipped, so the ranks' positions agree while
+            // they are in step (a rank that skips alone is found out).
+            crate::ranks::enter_unit(&format!(
+                "{}/{} repeat {repeat}",
+                bundle.experiments[exp_index].id, config.id
+            ));
             // A failed configuration is not retried; one whose engine is
             // not applicable here (no Python peers) has nothing to run.
             if config.failure.is_some() || config.not_applicable.contains_key("engine") {
@@ -179,6 +185,10 @@ pub fn drive(
         let experiment = &mut bundle.experiments[exp_index];
         experiment.configurations.push(config);
         let ci = experiment.configurations.len() - 1;
+        crate::ranks::enter_unit(&format!(
+            "{}/{} (adaptive)",
+            experiment.id, experiment.configurations[ci].id
+        ));
         let step = run_one(bundle, exp_index, ci, 0, driven, cx);
         driven.arrange(&mut bundle.experiments[exp_index]);
         save(bundle);

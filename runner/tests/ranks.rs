@@ -1,7 +1,8 @@
 //! Ranks end to end through the real binary on the CPU: real torchrun from
 //! the peers venv (2 and 4 ranks), Slurm's variables set by the test on
 //! processes it spawns, a rank slowed on purpose, a rank killed mid-epoch,
-//! a rank stopped by Ctrl-C, an unreachable master; every per-rank bundle validates and `stallscope
+//! a rank stopped by Ctrl-C, a configuration failing on one rank only, an
+//! unreachable master; every per-rank bundle validates and `stallscope
 //! merge` combines them. The sampler's shares are compared with the real
 //! `torch.utils.data.DistributedSampler`.
 
@@ -146,26 +147,37 @@ fn slurm_on(
     extra: &[(&str, &str)],
 ) -> Vec<Child> {
     (0..world)
-        .map(|r| {
-            let mut c = Command::new(env!("CARGO_BIN_EXE_stallscope"));
-            clean(&mut c)
-                .args(["run", suite.to_str().unwrap(), "--device", device, "--out"])
-                .arg(out)
-                .envs([
-                    ("SLURM_PROCID", r.to_string()),
-                    ("SLURM_LOCALID", r.to_string()),
-                    ("SLURM_NTASKS", world.to_string()),
-                    ("SLURM_NODEID", "0".into()),
-                    ("SLURM_JOB_ID", "4242".into()),
-                    ("SLURM_JOB_NODELIST", "localhost,node[02-03]".into()),
-                    ("MASTER_PORT", port.to_string()),
-                ])
-                .envs(extra.iter().copied())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            c.spawn().expect("spawn a rank")
-        })
+        .map(|r| slurm_rank(device, r, world, port, suite, out, extra))
         .collect()
+}
+
+/// Rank `r` of [`slurm_on`], with `extra` variables of its own.
+fn slurm_rank(
+    device: &str,
+    r: u32,
+    world: u32,
+    port: u16,
+    suite: &Path,
+    out: &Path,
+    extra: &[(&str, &str)],
+) -> Child {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stallscope"));
+    clean(&mut c)
+        .args(["run", suite.to_str().unwrap(), "--device", device, "--out"])
+        .arg(out)
+        .envs([
+            ("SLURM_PROCID", r.to_string()),
+            ("SLURM_LOCALID", r.to_string()),
+            ("SLURM_NTASKS", world.to_string()),
+            ("SLURM_NODEID", "0".into()),
+            ("SLURM_JOB_ID", "4242".into()),
+            ("SLURM_JOB_NODELIST", "localhost,node[02-03]".into()),
+            ("MASTER_PORT", port.to_string()),
+        ])
+        .envs(extra.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c.spawn().expect("spawn a rank")
 }
 
 fn merge(dir: &Path) -> Bundle {
@@ -451,6 +463,109 @@ fn a_killed_rank_ends_the_others_at_the_timeout_naming_it() {
         let expected = format!("rank(s) {victim} did not complete");
         assert!(m.status.message.as_deref().unwrap().starts_with(&expected));
     }
+}
+
+/// A configuration that fails on one rank only (an injected panic in rank
+/// 1's batch sweep, as an out-of-memory error on one GPU would be): rank 1
+/// moves on to the loader while rank 0 still waits in the sweep. The ranks
+/// find that they went out of step within a few barrier slices, not at the
+/// 60 s timeout, and record it (which rank, where each was) instead of
+/// pairing steps of different configurations; every later configuration
+/// fails at once, and the bundles stay valid and merge.
+#[test]
+fn a_configuration_that_fails_on_one_rank_only_is_found_out() {
+    let _serial = serial();
+    let dir = temp_dir("outofstep");
+    let text_ = SUITE.replace("rank_timeout_s = 20", "rank_timeout_s = 60");
+    let suite = write_suite(dir.path(), "ranks.toml", &text_);
+    let out = dir.path().join("out");
+    let port = free_port();
+    let started = Instant::now();
+    let ranks = [
+        slurm_rank("cpu", 0, 2, port, &suite, &out, &[]),
+        slurm_rank(
+            "cpu",
+            1,
+            2,
+            port,
+            &suite,
+            &out,
+            &[("STALLSCOPE_INJECT_PANIC", "bs50")],
+        ),
+    ];
+    let outputs: Vec<Output> = ranks
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+    let bundles: Vec<Bundle> = (0..2)
+        .map(|r| {
+            assert_eq!(outputs[r].status.code(), Some(1), "{}", text(&outputs[r]));
+            valid_bundle(&out.join(format!("bundle.rank-{r}.json")))
+        })
+        .collect();
+    let failure = |b: &Bundle, e: &str, i: usize| -> Failure {
+        let c = &b.experiment(e).unwrap().configurations[i];
+        c.failure
+            .clone()
+            .unwrap_or_else(|| panic!("{e}/{}: no failure", c.id))
+    };
+    let Failure::Panic { message } = failure(&bundles[1], "batch_sweep", 0) else {
+        panic!(
+            "rank 1's sweep: {:?}",
+            failure(&bundles[1], "batch_sweep", 0)
+        )
+    };
+    assert!(message.contains("injected panic"), "{message}");
+    for (r, b) in bundles.iter().enumerate() {
+        let places = [("batch_sweep", 0), ("loader", 0), ("loader", 1)];
+        for (e, i) in places.into_iter().skip(r) {
+            let Failure::CommTimeout {
+                timeout_s,
+                missing_ranks,
+                message,
+                ..
+            } = failure(b, e, i)
+            else {
+                panic!("rank {r} {e}/{i}: {:?}", failure(b, e, i))
+            };
+            assert_eq!(timeout_s, None, "rank {r} {e}/{i}: {message}");
+            assert_eq!(
+                missing_ranks,
+                vec![1 - r as u32],
+                "rank {r} {e}/{i}: {message}"
+            );
+            if (e, i) == places[r] {
+                assert!(
+                    message.contains("out of step")
+                        && message.contains("batch_sweep/bs50 repeat 0")
+                        && message.contains("loader/"),
+                    "rank {r} {e}/{i}: {message}"
+                );
+            } else {
+                assert!(
+                    message.starts_with("not run:"),
+                    "rank {r} {e}/{i}: {message}"
+                );
+            }
+        }
+    }
+    let m = merge(&out);
+    let sweep = &m.experiment("batch_sweep").unwrap().configurations[0];
+    let merged = format!("{:?}", sweep.failure);
+    assert!(
+        merged.contains("rank 0: ") && merged.contains("out of step"),
+        "{merged}"
+    );
+    // The report says what happened, not that something timed out.
+    let merged_path = out.join("bundle.merged.json");
+    let o = run(&["report", merged_path.to_str().unwrap()], &[]);
+    let report = text(&o);
+    assert!(
+        report.contains("out of step in the barrier") && !report.contains("timed out"),
+        "{report}"
+    );
 }
 
 /// Ctrl-C (a real SIGINT from outside) on one rank only: that rank stops

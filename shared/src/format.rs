@@ -633,7 +633,8 @@ format_type! {
         /// Any other error.
         Error { message: String },
         /// The ranks' per-step synchronisation timed out: a rank died or
-        /// stalled. Added in format 1.2.
+        /// stalled; or, without `timeout_s`, the ranks went out of step (a
+        /// configuration failed on some ranks only). Added in format 1.2.
         CommTimeout {
             /// What timed out, e.g. `barrier at step 41 of epoch 1`.
             operation: String,

@@ -4,13 +4,21 @@
 //! deletes its key of barrier k-1 once it passed barrier k (every rank has
 //! then left k-1), so the store holds at most two keys per rank.
 //!
+//! Every unit (configuration and repeat) the driver enters moves each rank
+//! to the next position, published as `place/r{rank}` = `{pos} {label}`,
+//! and the barrier keys carry it (`u{pos}.{hash}/b{k}/r{rank}`), so ranks in
+//! different units never pair up. A rank whose configuration failed on it
+//! alone (an out-of-memory error on one GPU) moves on early: the ranks it
+//! left find it ahead of them while they wait, record that the ranks went
+//! out of step, and tell the others through the key `outofstep`.
+//!
 //! A stop (Ctrl-C or SIGTERM) on one rank stops them all within a slice:
 //! the stopped rank sets the key `stop` (its rank), and the ranks wait in
 //! slices of [`SLICE`], looking for that key and their own stop flag in
 //! between, instead of waiting out the timeout for a rank that has left.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use stallscope_bundle::Failure;
@@ -20,6 +28,9 @@ use crate::shim::store::{StoreError, TcpStore, Waited};
 /// How long one wait lasts before the ranks look for a stop. A wait that
 /// ends this way is cancelled in step by c10d (`CANCEL_WAIT`).
 pub const SLICE: Duration = Duration::from_millis(250);
+
+/// How many ranks rank 0 looks at per slice for one out of step.
+const LOOK_PER_SLICE: u32 = 32;
 
 /// Why a barrier let a rank go without every rank arriving.
 #[derive(Debug, Clone)]
@@ -48,6 +59,8 @@ pub struct Barrier {
     stop: Option<&'static AtomicBool>,
     /// The stop key was set (by this rank or seen from another).
     announced: AtomicBool,
+    /// Rank 0: where its next look for ranks out of step starts.
+    cursor: AtomicU32,
 }
 
 #[derive(Default)]
@@ -55,6 +68,46 @@ struct State {
     next: u64,
     /// The first failure: every later barrier fails at once with it.
     broken: Option<Failure>,
+    /// Where this rank is in the run (0: the start, before any unit).
+    unit: Unit,
+    /// The key this rank set at its previous barrier, deleted once it
+    /// passed the next one.
+    previous: Option<String>,
+}
+
+/// A unit's position in the run and its label, the same on every rank while
+/// they are in step.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Unit {
+    pos: u64,
+    label: String,
+}
+
+impl Unit {
+    /// The part of the barrier keys that names the unit.
+    fn tag(&self) -> String {
+        // FNV-1a: short, stable across processes and builds.
+        let hash = self.label.bytes().fold(0x811c_9dc5_u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
+        format!("u{}.{hash:08x}", self.pos)
+    }
+
+    fn parse(value: &str) -> Option<Unit> {
+        let (pos, label) = value.split_once(' ').unwrap_or((value, ""));
+        Some(Unit {
+            pos: pos.parse().ok()?,
+            label: label.into(),
+        })
+    }
+
+    fn describe(&self) -> String {
+        if self.pos == 0 {
+            "the start of the run".into()
+        } else {
+            format!("unit {} ({})", self.pos, self.label)
+        }
+    }
 }
 
 impl Barrier {
@@ -99,6 +152,7 @@ impl Barrier {
             lost: Mutex::new(None),
             stop: None,
             announced: AtomicBool::new(false),
+            cursor: AtomicU32::new(0),
         })
     }
 
@@ -149,8 +203,111 @@ impl Barrier {
         }
     }
 
-    fn key(&self, k: u64, rank: u32) -> String {
-        format!("{}b{k}/r{rank}", self.prefix)
+    fn key(&self, unit: &Unit, k: u64, rank: u32) -> String {
+        format!("{}{}/b{k}/r{rank}", self.prefix, unit.tag())
+    }
+
+    fn place_key(&self, rank: u32) -> String {
+        format!("{}place/r{rank}", self.prefix)
+    }
+
+    fn out_of_step_key(&self) -> String {
+        format!("{}outofstep", self.prefix)
+    }
+
+    /// Move to the run's next unit (`label`: experiment, configuration and
+    /// repeat), on every rank in the same order, and say so in the store.
+    /// A store gone is reported by the next barrier.
+    pub fn enter(&self, label: &str) {
+        let mut state = self.state.lock().expect("barrier state");
+        if state.broken.is_some() {
+            return;
+        }
+        state.unit = Unit {
+            pos: state.unit.pos + 1,
+            label: label.into(),
+        };
+        let value = format!("{} {label}", state.unit.pos);
+        if let Err(e) = self.store.set(&self.place_key(self.rank), &value) {
+            *self.lost.lock().expect("lost") = Some(e);
+        }
+    }
+
+    /// Where `rank` said it is (the start of the run before its first unit).
+    fn place_of(&self, rank: u32) -> Result<Unit, StoreError> {
+        let key = self.place_key(rank);
+        if !self.store.exists(&key)? {
+            return Ok(Unit::default());
+        }
+        let value = self.store.get(&key)?;
+        Ok(Unit::parse(&value).unwrap_or_default())
+    }
+
+    /// While waiting at barrier `k` of `unit`: a rank that left this unit
+    /// without arriving (it is ahead, or in another unit at the same
+    /// position), or another rank's finding of that. Rank 0 looks at the
+    /// others, [`LOOK_PER_SLICE`] at a time, the others at rank 0, so the
+    /// store's load stays small for a large world; whichever rank finds it
+    /// tells the rest.
+    fn out_of_step(
+        &self,
+        unit: &Unit,
+        k: u64,
+        operation: &str,
+    ) -> Result<Option<Failure>, StoreError> {
+        let failure = |other: u32, message: String| Failure::CommTimeout {
+            operation: operation.into(),
+            timeout_s: None,
+            missing_ranks: vec![other],
+            message,
+        };
+        let found = self.out_of_step_key();
+        if self.store.exists(&found)? {
+            let value = self.store.get(&found)?;
+            let (by, message) = value.split_once('\t').unwrap_or(("0", &value));
+            let by = by.parse().unwrap_or(0);
+            let message = format!("the ranks went out of step (rank {by} found it): {message}");
+            return Ok(Some(failure(by, message)));
+        }
+        let look_at: Vec<u32> = if self.rank == 0 {
+            // A few ranks per slice, in turn: a wait ends late by at most
+            // these store calls, whatever the world.
+            let others = self.world - 1;
+            let from = self.cursor.fetch_add(LOOK_PER_SLICE, Ordering::Relaxed);
+            (0..LOOK_PER_SLICE.min(others))
+                .map(|i| 1 + (from + i) % others)
+                .collect()
+        } else {
+            vec![0]
+        };
+        for r in look_at {
+            if self.store.exists(&self.key(unit, k, r))? {
+                continue;
+            }
+            let theirs = self.place_of(r)?;
+            let diverged =
+                theirs.pos > unit.pos || (theirs.pos == unit.pos && theirs.label != unit.label);
+            // A rank sets its key before it can move on: arrived after all?
+            if !diverged || self.store.exists(&self.key(unit, k, r))? {
+                continue;
+            }
+            let found_here = format!(
+                "rank {} waited at {operation} in {} while rank {r} was at {} and never \
+                 arrived there. A configuration failed on some ranks only (an out-of-memory \
+                 error on one GPU, say; each rank's bundle has its failure), so the ranks \
+                 cannot meet again in this run; the configurations measured before are kept",
+                self.rank,
+                unit.describe(),
+                theirs.describe()
+            );
+            if !self.store.exists(&found)? {
+                self.store
+                    .set(&found, &format!("{}\t{found_here}", self.rank))?;
+            }
+            let message = format!("the ranks went out of step: {found_here}");
+            return Ok(Some(failure(r, message)));
+        }
+        Ok(None)
     }
 
     pub fn timeout(&self) -> Duration {
@@ -178,17 +335,19 @@ impl Barrier {
         }
         let k = state.next;
         state.next += 1;
-        let result = self.arrive_at(k, operation);
+        let result = self.arrive_at(&mut state, k, operation);
         if let Err(BarrierError::Comm(f)) = &result {
             state.broken = Some((**f).clone());
         }
         result
     }
 
-    fn arrive_at(&self, k: u64, operation: &str) -> Result<(), BarrierError> {
+    fn arrive_at(&self, state: &mut State, k: u64, operation: &str) -> Result<(), BarrierError> {
         let operation = format!("barrier {k} at {operation}");
         let gone = |e: StoreError| BarrierError::Comm(Box::new(self.gone(&operation, e)));
-        let set = self.store.set(&self.key(k, self.rank), "1");
+        let unit = state.unit.clone();
+        let mine = self.key(&unit, k, self.rank);
+        let set = self.store.set(&mine, "1");
         if let (Err(e), Some(before)) = (&set, self.lost.lock().expect("lost").take()) {
             return Err(gone(StoreError {
                 call: e.call,
@@ -199,7 +358,7 @@ impl Barrier {
             }));
         }
         set.map_err(gone)?;
-        let keys: Vec<String> = (0..self.world).map(|r| self.key(k, r)).collect();
+        let keys: Vec<String> = (0..self.world).map(|r| self.key(&unit, k, r)).collect();
         let deadline = Instant::now() + self.timeout;
         let waited = loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -208,17 +367,20 @@ impl Barrier {
                     if let Some(by) = self.stopped() {
                         return Err(self.stop_error(by));
                     }
+                    if let Some(f) = self.out_of_step(&unit, k, &operation).map_err(gone)? {
+                        return Err(BarrierError::Comm(Box::new(f)));
+                    }
                 }
                 w => break w,
             }
         };
         match waited {
             Waited::Ready => {
-                if k > 0 {
+                if let Some(previous) = state.previous.replace(mine) {
                     // Every rank left barrier k-1 once all arrived at k. A
                     // store gone since the wait is reported by the next
                     // barrier's first operation, at the place it stops.
-                    if let Err(e) = self.store.delete(&self.key(k - 1, self.rank)) {
+                    if let Err(e) = self.store.delete(&previous) {
                         *self.lost.lock().expect("lost") = Some(e);
                     }
                 }
@@ -230,7 +392,7 @@ impl Barrier {
                 }
                 let mut missing = Vec::new();
                 for r in 0..self.world {
-                    if !self.store.exists(&self.key(k, r)).map_err(gone)? {
+                    if !self.store.exists(&self.key(&unit, k, r)).map_err(gone)? {
                         missing.push(r);
                     }
                 }
@@ -268,9 +430,11 @@ impl Barrier {
     /// At the end of the run: rank 0 hosts the store, so it waits (at most
     /// the timeout) until every other rank said it is done with it; the
     /// others say so and return. A stopped rank first tells the others.
-    /// Skipped after a comm failure.
+    /// Skipped after a comm failure other than the ranks going out of step.
     pub fn finish(&self, hosts_store: bool) {
-        if self.broken().is_some() {
+        // Ranks out of step are all alive and may still read the finding
+        // from the store: rank 0 keeps it up for them.
+        if self.broken().is_some_and(|f| !is_out_of_step(&f)) {
             return;
         }
         if self.stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
@@ -284,6 +448,18 @@ impl Barrier {
             let _ = self.store.set(&done(self.rank), "1");
         }
     }
+}
+
+/// Whether a barrier failure is the ranks going out of step (the only
+/// comm failure that is not a timeout nor a store gone: no `timeout_s`).
+fn is_out_of_step(f: &Failure) -> bool {
+    matches!(
+        f,
+        Failure::CommTimeout {
+            timeout_s: None,
+            ..
+        }
+    )
 }
 
 /// A barrier after the one that failed: failed at once, naming the first.
@@ -320,155 +496,4 @@ fn list(ranks: &[u32]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn free_port() -> u16 {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    }
-
-    #[test]
-    fn a_taken_port_is_a_message_saying_what_to_check() {
-        let taken = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
-        let port = taken.local_addr().unwrap().port();
-        let t = Duration::from_secs(2);
-        let e = Barrier::connect("127.0.0.1", port, true, 0, 2, t, "t/")
-            .err()
-            .unwrap();
-        assert!(
-            e.starts_with(&format!(
-                "rank 0: cannot host the ranks' store on port {port} ("
-            )),
-            "{e}"
-        );
-        assert!(
-            e.ends_with("or pick another with MASTER_PORT or --master-port"),
-            "{e}"
-        );
-    }
-
-    /// Three ranks as threads over a real TCPStore pass many barriers; then
-    /// rank 2 stops coming and the others time out naming it, and fail at
-    /// once afterwards.
-    #[test]
-    fn ranks_meet_and_a_missing_rank_is_named() {
-        let port = free_port();
-        let t = Duration::from_millis(1500);
-        let server = Barrier::connect("127.0.0.1", port, true, 0, 3, t, "t/").unwrap();
-        let others: Vec<Barrier> = (1..3)
-            .map(|r| Barrier::connect("127.0.0.1", port, false, r, 3, t, "t/").unwrap())
-            .collect();
-        let all: Vec<&Barrier> = std::iter::once(&server).chain(others.iter()).collect();
-        std::thread::scope(|s| {
-            for b in &all {
-                s.spawn(move || {
-                    for step in 0..50 {
-                        b.arrive(&format!("step {step}")).unwrap();
-                    }
-                });
-            }
-        });
-        // Old keys are deleted: only barrier 49's remain.
-        for r in 0..3 {
-            assert!(!server.store.exists(&server.key(48, r)).unwrap());
-            assert!(server.store.exists(&server.key(49, r)).unwrap());
-        }
-        let results: Vec<Result<(), BarrierError>> = std::thread::scope(|s| {
-            let h: Vec<_> = all[..2]
-                .iter()
-                .map(|b| s.spawn(move || b.arrive("step 0 of epoch 1")))
-                .collect();
-            h.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        for r in results {
-            let Err(BarrierError::Comm(f)) = r else {
-                panic!("expected a comm timeout, got {r:?}")
-            };
-            let Failure::CommTimeout {
-                operation,
-                missing_ranks,
-                timeout_s,
-                ..
-            } = *f
-            else {
-                panic!("expected a comm timeout, got {f:?}")
-            };
-            assert_eq!(operation, "barrier 50 at step 0 of epoch 1");
-            assert_eq!(missing_ranks, vec![2]);
-            assert_eq!(timeout_s, Some(1.5));
-        }
-        let again = server.arrive("step 1 of epoch 1").unwrap_err();
-        assert!(matches!(again, BarrierError::Comm(ref f) if matches!(**f,
-                Failure::CommTimeout { ref missing_ranks, .. } if missing_ranks == &[2])));
-    }
-
-    /// Over generated worlds and stopping ranks: one rank's stop (its
-    /// Ctrl-C flag, set while the others wait or before it arrives) ends
-    /// every other rank's wait within a few slices, naming it, with a
-    /// timeout far longer; the others' flags are set too.
-    #[test]
-    fn one_ranks_stop_stops_the_others_within_a_slice() {
-        let mut rng = stallscope_loader::rng::Rng::new(11);
-        for case in 0..4 {
-            let world = 2 + rng.below(3) as u32;
-            let stopper = rng.below(u64::from(world)) as u32;
-            let steps = rng.below(5);
-            let port = free_port();
-            let t = Duration::from_secs(60);
-            let flags: Vec<&'static AtomicBool> = (0..world)
-                .map(|_| &*Box::leak(Box::new(AtomicBool::new(false))))
-                .collect();
-            let server = Barrier::connect("127.0.0.1", port, true, 0, world, t, "s/")
-                .unwrap()
-                .watching(flags[0]);
-            let others: Vec<Barrier> = (1..world)
-                .map(|r| {
-                    Barrier::connect("127.0.0.1", port, false, r, world, t, "s/")
-                        .unwrap()
-                        .watching(flags[r as usize])
-                })
-                .collect();
-            let all: Vec<&Barrier> = std::iter::once(&server).chain(others.iter()).collect();
-            let started = Instant::now();
-            let ends: Vec<(u32, Result<(), BarrierError>)> = std::thread::scope(|s| {
-                let h: Vec<_> = all
-                    .iter()
-                    .enumerate()
-                    .map(|(r, b)| {
-                        let flag = flags[r];
-                        s.spawn(move || {
-                            for step in 0.. {
-                                if r as u32 == stopper && step == steps {
-                                    // Ctrl-C between steps, then one more arrival.
-                                    flag.store(true, Ordering::SeqCst);
-                                }
-                                if let Err(e) = b.arrive(&format!("step {step}")) {
-                                    return (r as u32, Err(e));
-                                }
-                            }
-                            unreachable!()
-                        })
-                    })
-                    .collect();
-                h.into_iter().map(|h| h.join().unwrap()).collect()
-            });
-            let took = started.elapsed();
-            assert!(took < 20 * SLICE, "case {case}: took {took:?}");
-            for (r, end) in ends {
-                let want = (r != stopper).then_some(stopper);
-                assert!(
-                    matches!(end, Err(BarrierError::Stopped { by }) if by == want),
-                    "case {case}: rank {r} of {world} (stopper {stopper}): {end:?}"
-                );
-                assert!(
-                    flags[r as usize].load(Ordering::SeqCst),
-                    "case {case}: rank {r}"
-                );
-            }
-        }
-    }
-}
+mod tests;

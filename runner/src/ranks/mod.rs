@@ -223,6 +223,15 @@ impl Ranks {
     }
 }
 
+/// The driver enters the run's next unit (`experiment/configuration repeat
+/// R`), in the same order on every rank; a no-op for one process. The
+/// barrier keys carry it, so ranks that went out of step are found.
+pub fn enter_unit(label: &str) {
+    if let Some(b) = current().and_then(|r| r.barrier.as_ref()) {
+        b.enter(label);
+    }
+}
+
 /// The per-step barrier of whole-run epochs (untimed); a no-op for one
 /// process.
 pub fn step_barrier(step: u64, epoch: u32) -> Result<(), LoopError> {

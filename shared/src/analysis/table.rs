@@ -330,7 +330,7 @@ pub fn failure_text(f: &Failure) -> String {
             operation,
             missing_ranks,
             message,
-            ..
+            timeout_s,
         } => {
             let missing = match missing_ranks.as_slice() {
                 [] => String::new(),
@@ -340,7 +340,13 @@ pub fn failure_text(f: &Failure) -> String {
                     format!(", waiting for ranks {}", list.join(", "))
                 }
             };
-            format!("timed out in the {operation}{missing}: {message}")
+            // No timeout: the ranks went out of step, found while waiting.
+            let what = if timeout_s.is_some() {
+                "timed out"
+            } else {
+                "out of step"
+            };
+            format!("{what} in the {operation}{missing}: {message}")
         }
         Failure::Unknown { kind, message } => match message {
             Some(m) => format!("{kind} (a failure kind from a newer format): {m}"),
