@@ -270,17 +270,8 @@ mod tests {
     use crate::charts::test_gen::Gen;
 
     fn diagnostic(rank: u32, phase: Phase, comm: Vec<u64>) -> Run {
+        let id = format!("rank{rank}-{}", phase.as_str());
         Run {
-            id: format!("rank{rank}-{}", phase.as_str()),
-            timing_mode: TimingMode::Diagnostic,
-            repeat: 0,
-            epoch: 0,
-            phase,
-            summary_of: None,
-            whole_run: None,
-            diagnostic: None,
-            memory: None,
-            loader: None,
             steps: Some(StepSeries {
                 next_wait_ns: vec![1; comm.len()],
                 transfer_ns: vec![1; comm.len()],
@@ -288,8 +279,7 @@ mod tests {
                 comm_ns: comm,
             }),
             rank: Some(rank),
-            cost: None,
-            timeline: None,
+            ..Run::new(id, TimingMode::Diagnostic, 0, 0, phase)
         }
     }
 

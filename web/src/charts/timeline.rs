@@ -249,21 +249,11 @@ mod tests {
     use crate::charts::test_gen::Gen;
 
     fn whole_run(rank: Option<u32>, timeline: Timeline) -> Run {
+        let phase = stallscope_bundle::Phase::Cold;
         Run {
-            id: format!("{rank:?}"),
-            timing_mode: TimingMode::WholeRun,
-            repeat: 0,
-            epoch: 0,
-            phase: stallscope_bundle::Phase::Cold,
-            summary_of: None,
-            whole_run: None,
-            diagnostic: None,
-            memory: None,
-            loader: None,
-            steps: None,
             rank,
-            cost: None,
             timeline: Some(timeline),
+            ..Run::new(format!("{rank:?}"), TimingMode::WholeRun, 0, 0, phase)
         }
     }
 

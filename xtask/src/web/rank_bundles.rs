@@ -79,22 +79,7 @@ fn series(spec: &RankSpec, rank: u32, config: usize, slowest: &[u64]) -> StepSer
 }
 
 fn run(id: &str, mode: TimingMode) -> Run {
-    Run {
-        id: id.into(),
-        timing_mode: mode,
-        repeat: 0,
-        epoch: 1,
-        phase: Phase::Steady,
-        summary_of: None,
-        whole_run: None,
-        diagnostic: None,
-        memory: None,
-        loader: None,
-        steps: None,
-        rank: None,
-        cost: None,
-        timeline: None,
-    }
+    Run::new(id, mode, 0, 1, Phase::Steady)
 }
 
 /// The whole-run epoch: the barrier-synchronised steps without the
