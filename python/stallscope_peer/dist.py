@@ -2,7 +2,7 @@
 
 The runner of rank 0 serves a c10d TCPStore at MASTER_ADDR:MASTER_PORT for its
 per-step barrier. Each rank's harness connects to that same store as a client,
-under a prefix of its own (one per configuration and mode), and builds the
+under a prefix of its own (one per configuration and repeat, shared by its modes), and builds the
 process group on it: Gloo on the CPU, NCCL on CUDA. No second port is opened.
 
 Whole-run epochs step the DDP module as any training script does (the
@@ -34,7 +34,8 @@ class DistSpec:
 
 
 class Ranks:
-    """The process group of one mode's run, and the collective the diagnostic loop times."""
+    """The process group of one request (a configuration and repeat, every mode of it), and the
+    collective the diagnostic loop times."""
 
     def __init__(self, spec: DistSpec, device: torch.device) -> None:
         self.spec = spec

@@ -325,11 +325,28 @@ batch_size = 32
 workers = [0, 2]
 worker_kinds = ["threads", "processes"]
 pinned = [false]
+
+[[experiment]]
+id = "cost_none"
+kind = "loader"
+model = "none"
+features = 16
+classes = 4
+
+[experiment.loader]
+source = "synthetic"
+latency_ms = 0
+cpu_work_rounds = 2000
+samples = 256
+batch_size = 32
+workers = [0, 2]
+worker_kinds = ["threads", "processes"]
+pinned = [false]
 "#;
 
 /// Through `stallscope run`: every run of every configuration carries its
-/// cost, whole-run runs their timeline, process workers their memory, and
-/// the bundle validates.
+/// cost, whole-run runs their timeline, process workers their memory (the
+/// loader alone, `model = "none"`, too), and the bundle validates.
 #[test]
 fn the_bundle_carries_cost_timelines_and_worker_memory() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -339,26 +356,28 @@ fn the_bundle_carries_cost_timelines_and_worker_memory() {
     let o = run_on_cpu(&suite, &out, &[]);
     assert!(o.status.success(), "{}", text(&o));
     let bundle = valid_bundle(&out.join("bundle.json"));
-    let e = bundle.experiment("cost").unwrap();
-    assert_eq!(e.configurations.len(), 3);
-    for c in &e.configurations {
-        let processes = c.id.contains("processes");
-        for r in &c.runs {
-            let cost = r
-                .cost
-                .as_ref()
-                .unwrap_or_else(|| panic!("{} {}: no cost", c.id, r.id));
-            assert!(cost.cpu_s > 0.0 && cost.cpu_s_per_1000_samples.unwrap() > 0.0);
-            let whole = r.timing_mode == TimingMode::WholeRun;
-            assert_eq!(r.timeline.is_some(), whole, "{} {}", c.id, r.id);
-            if let Some(tl) = &r.timeline {
-                assert_eq!(
-                    tl.gpu_not_available.as_deref(),
-                    Some("the device is the CPU")
-                );
+    for (id, no_gpu) in [
+        ("cost", "the device is the CPU"),
+        ("cost_none", "the loop runs no model (model = \"none\")"),
+    ] {
+        let e = bundle.experiment(id).unwrap();
+        assert_eq!(e.configurations.len(), 3, "{id}");
+        for c in &e.configurations {
+            let processes = c.id.contains("processes");
+            for r in &c.runs {
+                let cost = r
+                    .cost
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("{id} {} {}: no cost", c.id, r.id));
+                assert!(cost.cpu_s > 0.0 && cost.cpu_s_per_1000_samples.unwrap() > 0.0);
+                let whole = r.timing_mode == TimingMode::WholeRun;
+                assert_eq!(r.timeline.is_some(), whole, "{id} {} {}", c.id, r.id);
+                if let Some(tl) = &r.timeline {
+                    assert_eq!(tl.gpu_not_available.as_deref(), Some(no_gpu), "{id}");
+                }
+                let peak = r.memory.as_ref().and_then(|m| m.workers_peak_rss_bytes);
+                assert_eq!(peak.is_some(), processes, "{id} {} {}", c.id, r.id);
             }
-            let peak = r.memory.as_ref().and_then(|m| m.workers_peak_rss_bytes);
-            assert_eq!(peak.is_some(), processes, "{} {}", c.id, r.id);
         }
     }
 }

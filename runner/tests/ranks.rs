@@ -540,8 +540,9 @@ fn a_configuration_that_fails_on_one_rank_only_is_found_out() {
                 assert!(
                     message.contains("out of step")
                         && message.contains("batch_sweep/bs50 repeat 0")
-                        && message.contains("loader/"),
-                    "rank {r} {e}/{i}: {message}"
+                        && message.contains("loader/")
+                        && message.ends_with("the configurations measured before are kept"),
+                    "rank {r} {e}/{i}: whole, from the store too: {message}"
                 );
             } else {
                 assert!(

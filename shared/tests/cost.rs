@@ -49,7 +49,9 @@ fn the_cost_summary_is_what_the_runs_say() {
         let util = g.below(101) as u32;
         let rate = 1000.0 + 9000.0 * g.unit();
         let c = config(&mut g, "c", rate, cores, Some(util));
-        let s = cost_summary(&c);
+        let e =
+            Experiment::new("x", ExperimentKind::Loader, "x").with_configurations(vec![c.clone()]);
+        let s = cost_summary(&e, &c);
         assert_eq!(
             (s.mode.clone(), s.phase),
             (TimingMode::WholeRun, Phase::Steady)

@@ -212,7 +212,7 @@ pub(crate) fn goals(rows: &[Best], before: &Bare, after: &Bare, cores: usize) ->
     })
 }
 
-fn verdict(met: bool) -> &'static str {
+pub(crate) fn verdict(met: bool) -> &'static str {
     if met { "met" } else { "NOT met" }
 }
 

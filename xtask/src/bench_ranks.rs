@@ -11,7 +11,7 @@
 //! bundles are written indented, as the runner writes them; a merged bundle
 //! over the viewer's size limit is said so and re-written compact for the
 //! viewer half.
-use crate::bench_goals::Spread;
+use crate::bench_goals::{Spread, verdict};
 use crate::cmd::Cmd;
 use crate::web::rank_bundles::{EXPERIMENT, RankSpec, merged_id};
 use crate::web::{Server, export_site};
@@ -41,10 +41,6 @@ impl Out {
         println!("{s}");
         self.0.push(s);
     }
-}
-
-fn met(ok: bool) -> &'static str {
-    if ok { "met" } else { "NOT met" }
 }
 
 fn mb(bytes: u64) -> String {
@@ -150,7 +146,7 @@ fn merge_half(
     out.line(format!(
         "  target: merge of {} ranks under {MERGE_TARGET_S:.0} s: {}",
         SPEC.world,
-        met(m < MERGE_TARGET_S)
+        verdict(m < MERGE_TARGET_S)
     ));
     Ok(())
 }
@@ -164,7 +160,7 @@ fn loadable(out: &mut Out, work: &Path, merged: &Path) -> Result<PathBuf> {
     out.line(format!(
         "  target: merged bundle within the viewer's limit of {}: {}",
         mb(limit),
-        met(size <= limit)
+        verdict(size <= limit)
     ));
     if size <= limit {
         return Ok(merged.to_path_buf());
@@ -299,7 +295,7 @@ fn viewer_half(out: &mut Out, runner: &Path, work: &Path, merged: &Path) -> Resu
         "  target: summary of {} ranks under {:.0} s: {}",
         SPEC.world,
         SUMMARY_TARGET_MS / 1e3,
-        met(s < SUMMARY_TARGET_MS)
+        verdict(s < SUMMARY_TARGET_MS)
     ));
     Ok(())
 }

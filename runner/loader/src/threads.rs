@@ -37,6 +37,7 @@ impl ThreadPool {
         let mut tasks = Vec::new();
         let mut handles = Vec::new();
         let stop = Arc::new(AtomicBool::new(false));
+        let (listed_tx, listed) = mpsc::channel::<()>();
         for worker in 0..config.workers {
             let (task_tx, task_rx) = mpsc::sync_channel::<Task>(config.prefetch);
             let source = Arc::clone(source);
@@ -45,7 +46,7 @@ impl ThreadPool {
             let cfg = config.clone();
             let stop = Arc::clone(&stop);
             let registry = registry.clone();
-            let (listed_tx, listed) = mpsc::sync_channel::<()>(1);
+            let listed_tx = listed_tx.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("stallscope-loader-{worker}"))
                 .spawn(move || {
@@ -59,10 +60,15 @@ impl ThreadPool {
                     run_worker(worker, &cfg, &*source, &buffers, task_rx, event_tx, &stop)
                 })
                 .expect("the OS starts a thread");
-            // Listed before the pool is handed out, so a reader never misses it.
-            let _ = listed.recv();
             tasks.push(Some(task_tx));
             handles.push(Some(handle));
+        }
+        // Every worker listed before the pool is handed out, so a reader
+        // never misses one; waited for once, after all were spawned, so the
+        // threads start together instead of one after another.
+        drop(listed_tx);
+        for _ in 0..config.workers {
+            let _ = listed.recv();
         }
         ThreadPool {
             tasks,

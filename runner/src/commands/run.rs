@@ -149,9 +149,18 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         interrupted,
     } = finished?;
     // Ranks: rank 0 prints the report; the others only where their bundle is.
-    match crate::ranks::current().map(|r| r.layout.rank) {
-        None | Some(0) => print_report(&bundle, &path, args.output.style()),
-        Some(rank) => eprintln!("rank {rank}: bundle: {}", path.display()),
+    match crate::ranks::current().map(|r| (r.layout.rank, r.layout.world_size)) {
+        None | Some((0, 1)) => print_report(&bundle, &path, args.output.style()),
+        Some((0, world)) => {
+            // Its figures are rank 0's share of the job, and say so.
+            eprintln!(
+                "rank 0 of {world}: the report below is rank 0's share of the job;\n  \
+                 `stallscope merge {}` combines every rank's bundle",
+                path.parent().unwrap_or(Path::new(".")).display()
+            );
+            print_report(&bundle, &path, args.output.style());
+        }
+        Some((rank, _)) => eprintln!("rank {rank}: bundle: {}", path.display()),
     }
     Ok(exit_code(interrupted, failures))
 }

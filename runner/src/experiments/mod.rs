@@ -236,7 +236,13 @@ pub fn loader_only_unit(
                 epoch,
             };
             let mut run = crate::train::loader_only_epoch(feed.as_mut(), slot, rc.stop)?;
-            run.memory = Some(rc.device.memory());
+            // The device's counters beside the worker processes' peak the
+            // epoch's watch recorded, which this must not drop.
+            let workers_peak_rss_bytes = run.memory.and_then(|m| m.workers_peak_rss_bytes);
+            run.memory = Some(stallscope_bundle::Memory {
+                workers_peak_rss_bytes,
+                ..rc.device.memory()
+            });
             rc.progress.epoch_done();
             runs.push(run);
         }

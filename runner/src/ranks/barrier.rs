@@ -76,29 +76,41 @@ struct State {
 }
 
 /// A unit's position in the run and its label, the same on every rank while
-/// they are in step.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// they are in step; `tag` names it in the barrier keys and in comparisons.
+#[derive(Debug, Clone, PartialEq)]
 struct Unit {
     pos: u64,
     label: String,
+    tag: String,
+}
+
+impl Default for Unit {
+    fn default() -> Self {
+        Unit::new(0, "")
+    }
 }
 
 impl Unit {
-    /// The part of the barrier keys that names the unit.
-    fn tag(&self) -> String {
+    fn new(pos: u64, label: &str) -> Unit {
         // FNV-1a: short, stable across processes and builds.
-        let hash = self.label.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        let hash = label.bytes().fold(0x811c_9dc5_u32, |h, b| {
             (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
         });
-        format!("u{}.{hash:08x}", self.pos)
+        Unit {
+            pos,
+            label: label.into(),
+            tag: format!("u{pos}.{hash:08x}"),
+        }
+    }
+
+    /// What `place/r{rank}` holds: `{pos} {label}`.
+    fn place(&self) -> String {
+        format!("{} {}", self.pos, self.label)
     }
 
     fn parse(value: &str) -> Option<Unit> {
         let (pos, label) = value.split_once(' ').unwrap_or((value, ""));
-        Some(Unit {
-            pos: pos.parse().ok()?,
-            label: label.into(),
-        })
+        Some(Unit::new(pos.parse().ok()?, label))
     }
 
     fn describe(&self) -> String {
@@ -204,7 +216,7 @@ impl Barrier {
     }
 
     fn key(&self, unit: &Unit, k: u64, rank: u32) -> String {
-        format!("{}{}/b{k}/r{rank}", self.prefix, unit.tag())
+        format!("{}{}/b{k}/r{rank}", self.prefix, unit.tag)
     }
 
     fn place_key(&self, rank: u32) -> String {
@@ -223,12 +235,11 @@ impl Barrier {
         if state.broken.is_some() {
             return;
         }
-        state.unit = Unit {
-            pos: state.unit.pos + 1,
-            label: label.into(),
-        };
-        let value = format!("{} {label}", state.unit.pos);
-        if let Err(e) = self.store.set(&self.place_key(self.rank), &value) {
+        state.unit = Unit::new(state.unit.pos + 1, label);
+        if let Err(e) = self
+            .store
+            .set(&self.place_key(self.rank), &state.unit.place())
+        {
             *self.lost.lock().expect("lost") = Some(e);
         }
     }
@@ -286,7 +297,7 @@ impl Barrier {
             }
             let theirs = self.place_of(r)?;
             let diverged =
-                theirs.pos > unit.pos || (theirs.pos == unit.pos && theirs.label != unit.label);
+                theirs.pos > unit.pos || (theirs.pos == unit.pos && theirs.tag != unit.tag);
             // A rank sets its key before it can move on: arrived after all?
             if !diverged || self.store.exists(&self.key(unit, k, r))? {
                 continue;

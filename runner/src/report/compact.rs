@@ -59,16 +59,21 @@ pub fn render_experiment(e: &Experiment) -> String {
     out
 }
 
+/// `whole-run`, `diagnostic`: a timing mode in a column heading.
+pub(super) fn short_mode(mode: &TimingMode) -> &str {
+    match mode {
+        TimingMode::WholeRun => "whole-run",
+        TimingMode::Diagnostic => "diagnostic",
+        TimingMode::Unknown(name) => name.as_str(),
+    }
+}
+
 /// `whole-run, steady`, `diagnostic, cold`, `memory, steady`.
-fn mode_and_phase(key: &MetricKey) -> String {
+pub(super) fn mode_and_phase(key: &MetricKey) -> String {
     let mode = if key.metric.is_memory() {
         "memory"
     } else {
-        match &key.mode {
-            TimingMode::WholeRun => "whole-run",
-            TimingMode::Diagnostic => "diagnostic",
-            TimingMode::Unknown(name) => name.as_str(),
-        }
+        short_mode(&key.mode)
     };
     format!("{mode}, {}", key.phase.as_str())
 }

@@ -8,6 +8,7 @@ use stallscope_bundle::analysis::{
 };
 use stallscope_bundle::{Bundle, Experiment, TimingMode};
 
+use super::compact::{mode_and_phase, short_mode};
 use super::text::{Column, WIDTH, compact_table, wrap};
 
 /// The cost table of an experiment (CPU per 1,000 samples, cores, peak RSS
@@ -28,12 +29,7 @@ pub fn render_cost_table(e: &Experiment) -> String {
     );
     let mut cols = vec![Column::left("cost", "")];
     for c in &t.columns {
-        let second = if c.key.metric.is_memory() {
-            format!("memory, {}", c.key.phase.as_str())
-        } else {
-            format!("whole-run, {}", c.key.phase.as_str())
-        };
-        cols.push(Column::right(c.key.metric.label(), &second));
+        cols.push(Column::right(c.key.metric.label(), &mode_and_phase(&c.key)));
     }
     let rows: Vec<Vec<String>> = t
         .rows
@@ -66,12 +62,7 @@ pub fn render_ranks(b: &Bundle, e: &Experiment) -> String {
 }
 
 fn mode_name(m: &Option<TimingMode>) -> &str {
-    match m {
-        Some(TimingMode::WholeRun) => "whole-run",
-        Some(TimingMode::Diagnostic) => "diagnostic",
-        Some(TimingMode::Unknown(name)) => name.as_str(),
-        None => "none",
-    }
+    m.as_ref().map_or("none", short_mode)
 }
 
 /// One configuration's ranks.

@@ -9,26 +9,17 @@ use stallscope_bundle::*;
 use super::text::{WIDTH, width};
 use super::*;
 
-/// splitmix64.
-struct Gen(u64);
+use stallscope_loader::rng::Rng;
 
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo)
-    }
+/// Uniform in `lo..hi`.
+fn range(g: &mut Rng, lo: u64, hi: u64) -> u64 {
+    lo + g.below(hi - lo)
 }
 
 /// One configuration of `world` ranks, rank `slow` waiting `delay_ns` more
 /// for data each step; whole-run runs at `rate` samples/s with `cores` busy.
 fn configuration(
-    g: &mut Gen,
+    g: &mut Rng,
     id: &str,
     world: u32,
     slow: u32,
@@ -36,7 +27,7 @@ fn configuration(
     rate: f64,
     cores: f64,
 ) -> Configuration {
-    let steps = g.range(10, 30) as usize;
+    let steps = range(g, 10, 30) as usize;
     let mut runs = Vec::new();
     for epoch in 0..3u32 {
         let phase = if epoch == 0 {
@@ -50,9 +41,9 @@ fn configuration(
                     .map(|_| {
                         let extra = if r == slow { delay_ns } else { 0 };
                         [
-                            g.range(10_000, 90_000) + extra,
+                            range(g, 10_000, 90_000) + extra,
                             50_000,
-                            g.range(900_000, 1_100_000),
+                            range(g, 900_000, 1_100_000),
                         ]
                     })
                     .collect()
@@ -100,7 +91,7 @@ fn configuration(
                 parts: vec![],
             });
             wr.memory = Some(Memory {
-                host_peak_rss_bytes: Some(g.range(1 << 28, 1 << 29)),
+                host_peak_rss_bytes: Some(range(g, 1 << 28, 1 << 29)),
                 workers_peak_rss_bytes: Some(1 << 27),
                 ..Default::default()
             });
@@ -148,10 +139,10 @@ fn merged(world: u32, configs: Vec<Configuration>) -> Bundle {
 
 #[test]
 fn a_merged_bundle_shows_its_ranks_straggler_and_cost_within_100_columns() {
-    let mut g = Gen(0x5EED_0040);
+    let mut g = Rng::new(0x5EED_0040);
     for case in 0..30 {
-        let world = g.range(2, 9) as u32;
-        let slow = g.range(0, world as u64) as u32;
+        let world = range(&mut g, 2, 9) as u32;
+        let slow = range(&mut g, 0, world as u64) as u32;
         let base = configuration(&mut g, "in loop", world, slow, 2_000_000, 1000.0, 1.0);
         let fast = configuration(&mut g, "4 threads", world, slow, 2_000_000, 1900.0, 4.0);
         let b = merged(world, vec![base, fast]);

@@ -91,7 +91,8 @@ int ss_store_get(void* s, const char* key, char* buf, int cap) {
     int n = static_cast<int>(std::min<size_t>(v.size(), cap > 0 ? cap - 1 : 0));
     for (int i = 0; i < n; ++i) buf[i] = static_cast<char>(v[i]);
     if (cap > 0) buf[n] = '\0';
-    len = n;
+    // The whole value's length: the caller asks again with room for it.
+    len = static_cast<int>(v.size());
   });
   return rc != 0 ? -1 : len;
 }

@@ -127,22 +127,26 @@ impl TcpStore {
     }
 
     /// The value of `key`, which exists (a missing key waits for the
-    /// store's timeout); values longer than 255 bytes are cut.
+    /// store's timeout), whole: a value longer than the first buffer is
+    /// asked for again with room for it.
     pub fn get(&self, key: &str) -> Result<String, StoreError> {
         let k = c(key);
-        let mut buf = [0u8; 256];
-        // SAFETY: a live store, a valid C string, and a buffer of `cap` bytes.
-        let n = unsafe {
-            ss_store_get(
-                self.ptr,
-                k.as_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len() as c_int,
-            )
-        };
-        match usize::try_from(n) {
-            Ok(n) => Ok(String::from_utf8_lossy(&buf[..n]).into_owned()),
-            Err(_) => Err(error("get")),
+        let mut buf = vec![0u8; 256];
+        loop {
+            // SAFETY: a live store, a valid C string, and a buffer of `cap` bytes.
+            let n = unsafe {
+                ss_store_get(
+                    self.ptr,
+                    k.as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len() as c_int,
+                )
+            };
+            let n = usize::try_from(n).map_err(|_| error("get"))?;
+            if n < buf.len() {
+                return Ok(String::from_utf8_lossy(&buf[..n]).into_owned());
+            }
+            buf.resize(n + 1, 0);
         }
     }
 
@@ -203,6 +207,12 @@ mod tests {
             Waited::TimedOut
         );
         assert_eq!(server.get("k").unwrap(), "v");
+        // Values longer than the first buffer come back whole.
+        for len in [255, 256, 257, 1000] {
+            let long: String = "é".repeat(len / 2) + &"x".repeat(len % 2);
+            client.set("long", &long).unwrap();
+            assert_eq!(server.get("long").unwrap(), long, "{len} characters");
+        }
         client.delete("k").unwrap();
         assert!(!server.exists("k").unwrap());
     }

@@ -32,15 +32,11 @@ pub struct CostSummary {
     pub host_cpu_mean_cores: Option<f64>,
 }
 
-/// [`cost_summary_at`] of the whole-run runs, steady when the configuration
-/// has steady runs, else cold.
-pub fn cost_summary(c: &Configuration) -> CostSummary {
-    let phase = if c.runs.iter().any(|r| r.phase == Phase::Steady) {
-        Phase::Steady
-    } else {
-        Phase::Cold
-    };
-    cost_summary_at(c, TimingMode::WholeRun, phase)
+/// [`cost_summary_at`] of a configuration's whole-run runs in its
+/// experiment's phase ([`preferred_phase`]), as the cost columns and the
+/// cost verdict read them: every row of a table in one phase.
+pub fn cost_summary(e: &Experiment, c: &Configuration) -> CostSummary {
+    cost_summary_at(c, TimingMode::WholeRun, preferred_phase(e))
 }
 
 /// The cost figures of a configuration's runs of one mode and phase.

@@ -250,7 +250,10 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
     }
 
     // (An unknown experiment kind is said by its verdict, `unknown_kind_note`.)
-    let notes = unknown_mode_note(e).into_iter().collect();
+    let notes = unknown_mode_note(e)
+        .into_iter()
+        .chain(per_rank_note(e))
+        .collect();
     ComparisonTable {
         experiment_id: e.id.clone(),
         title: e.title.clone(),
@@ -381,6 +384,27 @@ impl Column {
             s => format!("{} [{s}]", self.heading),
         }
     }
+}
+
+/// A merged bundle's cells are per rank (each rank's runs are more runs of
+/// the configuration): said under the table, since nothing else does.
+fn per_rank_note(e: &Experiment) -> Option<String> {
+    let mut ranks: Vec<u32> = e
+        .configurations
+        .iter()
+        .flat_map(|c| &c.runs)
+        .filter_map(|r| r.rank)
+        .collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    (ranks.len() > 1).then(|| {
+        format!(
+            "Figures are per rank: each cell is over the runs of all {} ranks, so its \
+             [min–max] and noise include the differences between ranks (the rank section \
+             shows them).",
+            ranks.len()
+        )
+    })
 }
 
 impl ComparisonTable {

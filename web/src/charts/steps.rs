@@ -100,7 +100,12 @@ pub fn draw(canvas: &HtmlCanvasElement, c: &Configuration) -> ChartResult {
         .light_line_style(WHITE)
         .bold_line_style(GRID)
         .x_desc(format!(
-            "step time: next-wait + transfer + compute [{}]{}",
+            "step time: next-wait + transfer + compute{} [{}]{}",
+            if series.comm_ns.is_empty() {
+                ""
+            } else {
+                " + comm"
+            },
             unit.suffix,
             if axis.log { " (log scale)" } else { "" }
         ))

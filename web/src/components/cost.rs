@@ -42,7 +42,7 @@ pub fn Cost(bundle: Arc<Bundle>, experiment: usize) -> impl IntoView {
     let rows: Vec<(String, String, CostSummary)> = e
         .configurations
         .iter()
-        .map(|c| (c.id.clone(), c.label.clone(), cost_summary(c)))
+        .map(|c| (c.id.clone(), c.label.clone(), cost_summary(e, c)))
         .filter(|(_, _, s)| has_figures(s))
         .collect();
     if rows.is_empty() {

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use leptos::prelude::*;
-use stallscope_bundle::Bundle;
 use stallscope_bundle::analysis::{rank_analysis_in, show_percent};
+use stallscope_bundle::{Bundle, TimingMode};
 
 /// The most rows the table shows (ranks sorted by how often they straggled).
 const ROWS: usize = 16;
@@ -24,6 +24,13 @@ pub fn Stragglers(bundle: Arc<Bundle>, experiment: usize, configuration: String)
     let total = ranks.len();
     let shown = ranks.len().min(ROWS);
     let share = |v: Option<f64>| v.map(show_percent).unwrap_or_else(|| "—".into());
+    // Whole-run step time when every rank has one, else the diagnostic
+    // median: the heading says which, beside the diagnostic shares.
+    let step_heading = match &a.step_mode {
+        Some(TimingMode::WholeRun) => "step time (whole-run)",
+        Some(TimingMode::Diagnostic) => "step median (diagnostic)",
+        _ => "step time",
+    };
     Some(view! {
         <div class="stragglers">
             {a.verdict.clone().map(|v| view! { <p class="verdict rank-verdict">{v}</p> })}
@@ -36,7 +43,7 @@ pub fn Stragglers(bundle: Arc<Bundle>, experiment: usize, configuration: String)
                         <th>"share of steps"</th>
                         <th>"next-wait share"</th>
                         <th>"comm share"</th>
-                        <th>"step median"</th>
+                        <th>{step_heading}</th>
                     </tr>
                 </thead>
                 <tbody>

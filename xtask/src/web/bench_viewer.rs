@@ -143,9 +143,6 @@ fn gzip_size(path: &Path) -> Result<u64> {
     Ok(out.stdout.len() as u64)
 }
 
-/// A bundle with one loader configuration whose diagnostic run has `n`
-/// per-step records (deterministic pseudo-random times), plus its whole run.
-/// Not a measurement: its environment and title say it is generated.
 /// The environment of a generated bundle: this xtask as the runner, `host`,
 /// and no device measured.
 pub(super) fn generated_environment(runner: &str, host: HostInfo) -> Environment {
@@ -164,6 +161,9 @@ pub(super) fn generated_environment(runner: &str, host: HostInfo) -> Environment
     }
 }
 
+/// A bundle with one loader configuration whose diagnostic run has `n`
+/// per-step records (deterministic pseudo-random times), plus its whole run.
+/// Not a measurement: its environment and title say it is generated.
 pub(super) fn generated_bundle(n: usize, id: &str) -> Bundle {
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let mut next = move |base: u64, spread: u64| {
@@ -213,12 +213,6 @@ pub(super) fn generated_bundle(n: usize, id: &str) -> Bundle {
     let whole_seconds = total_s * 0.8;
     let runs = vec![
         Run {
-            id: "r0-e0-whole_run".into(),
-            timing_mode: TimingMode::WholeRun,
-            repeat: 0,
-            epoch: 0,
-            phase: Phase::Cold,
-            summary_of: None,
             whole_run: Some(WholeRun {
                 seconds: Some(whole_seconds),
                 samples: Some(samples),
@@ -226,29 +220,18 @@ pub(super) fn generated_bundle(n: usize, id: &str) -> Bundle {
                 steps: Some(n as u64),
                 ..Default::default()
             }),
-            diagnostic: None,
-            memory: None,
-            loader: None,
-            steps: None,
-            rank: None,
-            cost: None,
-            timeline: None,
+            ..Run::new("r0-e0-whole_run", TimingMode::WholeRun, 0, 0, Phase::Cold)
         },
         Run {
-            id: "r0-e0-diagnostic".into(),
-            timing_mode: TimingMode::Diagnostic,
-            repeat: 0,
-            epoch: 0,
-            phase: Phase::Cold,
-            summary_of: None,
-            whole_run: None,
             diagnostic: Some(diagnostic),
-            memory: None,
-            loader: None,
             steps: Some(steps),
-            rank: None,
-            cost: None,
-            timeline: None,
+            ..Run::new(
+                "r0-e0-diagnostic",
+                TimingMode::Diagnostic,
+                0,
+                0,
+                Phase::Cold,
+            )
         },
     ];
     let mut params = BTreeMap::new();

@@ -183,10 +183,7 @@ fn ranks_in_step_meet_across_units() {
             });
         }
     });
-    let last = Unit {
-        pos: 3,
-        label: "e/a repeat 1".into(),
-    };
+    let last = Unit::new(3, "e/a repeat 1");
     for r in 0..3 {
         assert!(!all[0].store.exists(&all[0].key(&last, 13, r)).unwrap());
         assert!(all[0].store.exists(&all[0].key(&last, 14, r)).unwrap());

@@ -11,12 +11,6 @@ pub(super) fn generated_stall_experiment() -> stallscope_bundle::Experiment {
         Configuration::new(source, source.replace('_', " "))
             .with_param("source", source)
             .with_runs(vec![Run {
-                id: "r0-e0-whole_run".into(),
-                timing_mode: TimingMode::WholeRun,
-                repeat: 0,
-                epoch: 0,
-                phase: Phase::Cold,
-                summary_of: None,
                 whole_run: Some(WholeRun {
                     seconds: Some(seconds),
                     samples: Some(samples),
@@ -24,13 +18,7 @@ pub(super) fn generated_stall_experiment() -> stallscope_bundle::Experiment {
                     steps: Some(100),
                     ..Default::default()
                 }),
-                diagnostic: None,
-                memory: None,
-                loader: None,
-                steps: None,
-                rank: None,
-                cost: None,
-                timeline: None,
+                ..Run::new("r0-e0-whole_run", TimingMode::WholeRun, 0, 0, Phase::Cold)
             }])
     };
     Experiment::new(
