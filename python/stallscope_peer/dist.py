@@ -2,8 +2,9 @@
 
 The runner of rank 0 serves a c10d TCPStore at MASTER_ADDR:MASTER_PORT for its
 per-step barrier. Each rank's harness connects to that same store as a client,
-under a prefix of its own (one per configuration and repeat, shared by its modes), and builds the
-process group on it: Gloo on the CPU, NCCL on CUDA. No second port is opened.
+under a prefix of its own (one per configuration and repeat, shared by its
+modes), and builds the process group on it: Gloo on the CPU, NCCL on CUDA.
+No second port is opened.
 
 Whole-run epochs step the DDP module as any training script does (the
 gradient all-reduce overlaps the backward pass). Diagnostic epochs keep the

@@ -187,17 +187,17 @@ def epoch_line(mode: str, epoch: int, r: EpochResult, stats: dict) -> dict:
 
 
 def run_modes(req, engine, batches: list[list[list[int]]], ctx: DeviceCtx, out, fault, state,
-              ranks=None) -> list[str]:
+              ranks=None) -> list[Trainer]:
     """Each mode: fresh model and loader, an untimed warm-up step, then the timed epochs.
 
-    With ranks, returns each mode's weights digest at its end (equal on every rank when the
-    gradients were averaged); no mode's model outlives it, so later modes measure their own."""
-    digests = []
+    Returns each mode's trainer (their weights are compared across ranks)."""
+    trainers = []
     for mode_index, mode in enumerate(req.modes):
         state.stage = "setup"
         trainer = None
         if req.model["name"] != "none":
             trainer = Trainer(req.model, req.optimizer, ctx.device, req.weights_seed, ranks)
+            trainers.append(trainer)
             x, y = trainer.synthetic_batch(req.loader.batch_size)
             trainer.step(x, y)
             ctx.sync()
@@ -215,9 +215,4 @@ def run_modes(req, engine, batches: list[list[list[int]]], ctx: DeviceCtx, out, 
             out.emit(epoch_line(mode, e, result, engine.epoch_stats()))
         state.stage = "epoch"
         engine.close_mode()
-        if ranks is not None and trainer is not None:
-            from .dist import weights_digest
-
-            digests.append(weights_digest(trainer.module))
-        del trainer
-    return digests
+    return trainers
