@@ -28,7 +28,7 @@ pub use open::{FAILURE_KINDS, OpenEnum};
 /// The major version this build reads and writes.
 pub const FORMAT_MAJOR: u32 = 1;
 /// The minor version this build writes.
-pub const FORMAT_MINOR: u32 = 2;
+pub const FORMAT_MINOR: u32 = 3;
 
 macro_rules! format_type {
     ($($item:item)*) => {
@@ -44,7 +44,7 @@ mod cost;
 mod ranks;
 
 pub use cost::{CpuCost, CpuPart, CpuPartKind, GpuTimeline, Timeline};
-pub use ranks::{RankHost, RankLayout};
+pub use ranks::{JobOf, RankColumns, RankHost, RankLayout, RankSidecar};
 
 format_type! {
     /// `{major, minor}` of the format a bundle was written in.
@@ -363,6 +363,10 @@ format_type! {
         /// Set when the configuration failed (OOM, worker error, ...).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub failure: Option<Failure>,
+        /// In a merged bundle of format 1.3: every rank's summary, column-wise;
+        /// the runs are then the job's. Added in format 1.3.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub ranks: Option<RankColumns>,
     }
 
     /// Whose data loader and training loop produced a configuration's runs.
@@ -447,6 +451,10 @@ format_type! {
         /// Added in format 1.2.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub timeline: Option<Timeline>,
+        /// A job run of a merged configuration: how it pools the ranks' runs.
+        /// Added in format 1.3.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub job: Option<JobOf>,
     }
 
     /// Whole-run timing: synchronized only before and after.

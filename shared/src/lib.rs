@@ -12,6 +12,7 @@ pub mod merge;
 pub mod read;
 #[cfg(feature = "schema")]
 pub mod schema;
+pub mod sidecar;
 pub mod validate;
 
 pub use format::*;

@@ -7,6 +7,9 @@
 
 use std::collections::HashMap;
 
+mod compact;
+pub use compact::*;
+
 use crate::format::{Bundle, Failure, RankHost, RunState, RunStatus};
 
 /// Why bundles cannot be merged; each names the bundle and what was

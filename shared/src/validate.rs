@@ -5,13 +5,15 @@
 //! stage of a diagnostic run, the environment); published bundles may carry
 //! only the figures the publication gives, but what they carry must be sane.
 //! The checks of the format 1.2 fields (ranks, comm, CPU cost, timelines)
-//! are in [`format12`].
+//! are in [`format12`], of the 1.3 fields (a merged configuration's rank
+//! columns, sidecars, job runs) in [`format13`].
 
 use std::collections::HashSet;
 
 use crate::format::*;
 
 mod format12;
+mod format13;
 
 /// One thing wrong with a bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -273,6 +275,7 @@ impl Validator {
         if let Some(f) = &c.failure {
             self.comm_timeout(f, &format!("{path}.failure"));
         }
+        self.rank_columns(c, path);
         if let Some(Failure::OutOfMemory(oom)) = &c.failure
             && let Some(f) = oom.memory_fraction
             && !(f.is_finite() && f > 0.0 && f <= 1.0)

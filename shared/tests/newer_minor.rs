@@ -113,7 +113,7 @@ fn the_same_content_at_this_builds_minor_is_refused_at_every_path() {
             "\"whole_run\"",
             "unknown variant \"cosmic_ray\"",
             "\"out_of_memory\"",
-            "read only from a bundle newer than format 1.2",
+            "read only from a bundle newer than format 1.3",
         ] {
             assert!(msg.contains(fragment), "lacks {fragment:?}: {msg}");
         }
@@ -136,7 +136,7 @@ fn an_unknown_kind_gets_a_plain_table_and_a_generic_verdict() {
     let v = verdict(tok).unwrap();
     assert!(
         v.headline
-            .contains("\"tokenizer\" is from a newer format (newer than 1.2)"),
+            .contains("\"tokenizer\" is from a newer format (newer than 1.3)"),
         "{v:?}"
     );
     assert_eq!(verdict_in(tok, b.schema_version).unwrap().headline, note);

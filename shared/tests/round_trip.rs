@@ -127,6 +127,10 @@ fn run(g: &mut Gen, k: usize, open: bool) -> Run {
         rank: g.chance(30).then(|| g.below(1024) as u32),
         cost: g.chance(40).then(|| cost(g)),
         timeline: g.chance(40).then(|| timeline(g)),
+        job: g.chance(20).then(|| JobOf {
+            ranks: 1 + g.below(1 << 14) as u32,
+            slowest_rank: g.below(1 << 14) as u32,
+        }),
     }
 }
 

@@ -2,6 +2,7 @@
 //! links, dropped and picked files. Every bundle goes through
 //! `stallscope_bundle::read_bundle`; a failure is recorded with the file's
 //! name and the reader's message, and other loaded bundles stay untouched.
+//! A merged bundle's sidecar files are fetched here too, when first drawn.
 
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use js_sys::Uint8Array;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde::Deserialize;
+use stallscope_bundle::merge::{Compacted, compact};
 use stallscope_bundle::{MAX_BUNDLE_BYTES, ReadError, read_bundle};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -103,6 +105,10 @@ pub fn load_files(state: AppState, files: web_sys::FileList) {
         let Some(file) = files.get(i) else { continue };
         let name = file.name();
         let size = file.size() as usize;
+        if name.ends_with(".ssrs") {
+            keep_sidecar(state, file, name);
+            continue;
+        }
         if size > MAX_BUNDLE_BYTES {
             let err = ReadError::TooLarge {
                 bytes: size,
@@ -125,24 +131,74 @@ pub fn load_files(state: AppState, files: web_sys::FileList) {
     }
 }
 
+/// Hold a dropped sidecar file by name for the merged bundle that names it.
+fn keep_sidecar(state: AppState, file: web_sys::File, name: String) {
+    state.pending.update(|n| *n += 1);
+    spawn_local(async move {
+        match JsFuture::from(file.array_buffer()).await {
+            Ok(buffer) => {
+                let bytes = Arc::new(Uint8Array::new(&buffer).to_vec());
+                state.dropped_sidecars.update(|m| {
+                    m.insert(name, bytes);
+                });
+            }
+            Err(e) => state.add_failure(
+                name,
+                format!("the browser could not read the file: {}", js_text(&e)),
+            ),
+        }
+        state.pending.update(|n| *n -= 1);
+    });
+}
+
 /// Read and validate one bundle's bytes; record it or its failure.
+/// A merged bundle of format 1.2 is compacted as `stallscope merge` now
+/// writes it (its runs the job's, its steps in sidecars held in memory).
 pub fn accept(state: AppState, source: String, bytes: &[u8]) {
     let start = now_ms();
     let result = read_bundle(bytes);
     let parse_ms = now_ms() - start;
     match result {
-        Ok(bundle) => state.add_bundle(Loaded {
-            key: bundle.id.clone(),
-            source,
-            bundle: Arc::new(bundle),
-            bytes: bytes.len(),
-            parse_ms,
-        }),
+        Ok(bundle) => {
+            let Compacted { bundle, sidecars } = compact(bundle);
+            state.add_bundle(Loaded {
+                key: bundle.id.clone(),
+                source,
+                bundle: Arc::new(bundle),
+                bytes: bytes.len(),
+                parse_ms,
+                sidecars: Arc::new(sidecars.into_iter().collect()),
+            })
+        }
         Err(err) => state.add_failure(source, err.to_string()),
     }
 }
 
+/// The URL of a file next to a bundle loaded from `source`.
+pub fn beside(source: &str, file: &str) -> String {
+    match source.rsplit_once('/') {
+        Some((folder, _)) => format!("{folder}/{file}"),
+        None => file.to_string(),
+    }
+}
+
+/// Fetch a sidecar file (at most `limit` bytes), its failure in words.
+pub async fn fetch_sidecar(url: &str, limit: usize) -> Result<Vec<u8>, String> {
+    match fetch_limited(url, limit).await {
+        Ok(b) => Ok(b),
+        Err(FetchError::NotFound) => Err(format!(
+            "{url}: the server has no such file (404); the sidecar files (*.ssrs) `stallscope \
+             merge` wrote belong next to the merged bundle"
+        )),
+        Err(FetchError::Other(m)) => Err(format!("{url}: {m}")),
+    }
+}
+
 async fn fetch_bytes(url: &str) -> Result<Vec<u8>, FetchError> {
+    fetch_limited(url, MAX_BUNDLE_BYTES).await
+}
+
+async fn fetch_limited(url: &str, limit: usize) -> Result<Vec<u8>, FetchError> {
     let window = web_sys::window().ok_or_else(|| FetchError::Other("no window".into()))?;
     let response = JsFuture::from(window.fetch_with_str(url))
         .await
@@ -166,12 +222,9 @@ async fn fetch_bytes(url: &str) -> Result<Vec<u8>, FetchError> {
         .ok()
         .flatten()
         .and_then(|l| l.parse::<usize>().ok())
-        && len > MAX_BUNDLE_BYTES
+        && len > limit
     {
-        let err = ReadError::TooLarge {
-            bytes: len,
-            limit: MAX_BUNDLE_BYTES,
-        };
+        let err = ReadError::TooLarge { bytes: len, limit };
         return Err(FetchError::Other(err.to_string()));
     }
     let buffer = response

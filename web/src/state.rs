@@ -1,6 +1,7 @@
 //! The viewer's shared state (loaded bundles, load failures, the current
 //! view), provided to every component through `provide_context`.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use leptos::prelude::*;
@@ -20,6 +21,10 @@ pub struct Loaded {
     pub bytes: usize,
     /// Milliseconds `read_bundle` took (JSON parse and validation).
     pub parse_ms: f64,
+    /// Sidecar files held in memory, by name: those of a format 1.2 merged
+    /// bundle compacted on load (`merge::compact`). A 1.3 bundle's are
+    /// fetched next to `source` when drawn.
+    pub sidecars: Arc<BTreeMap<String, Vec<u8>>>,
 }
 
 /// A file that could not be loaded, and why.
@@ -38,6 +43,8 @@ pub struct AppState {
     /// Loads in flight (fetches and file reads).
     pub pending: RwSignal<usize>,
     pub route: RwSignal<Route>,
+    /// Sidecar files (`*.ssrs`) dropped or picked beside a merged bundle.
+    pub dropped_sidecars: RwSignal<BTreeMap<String, Arc<Vec<u8>>>>,
     next_failure: RwSignal<u64>,
 }
 
@@ -48,6 +55,7 @@ impl AppState {
             failures: RwSignal::new(Vec::new()),
             pending: RwSignal::new(0),
             route: RwSignal::new(route),
+            dropped_sidecars: RwSignal::new(BTreeMap::new()),
             next_failure: RwSignal::new(0),
         }
     }

@@ -70,7 +70,7 @@ pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
         "compute-peers" => bench_compute::run(repo),
         "image-cnn" => bench_image_cnn::run(repo, &args[1..]),
         "viewer" => web::bench(),
-        "ranks" => bench_ranks::run(repo),
+        "ranks" => bench_ranks::run(repo, &args[1..]),
         other => bail!(
             "unknown benchmark `{other}`; the benchmarks are: {}",
             names()

@@ -1,16 +1,19 @@
-//! `cargo xtask bench ranks`: a site of many rank bundles stays fast. It
-//! generates 1,024 per-rank bundles (a loader experiment of three
-//! configurations, each rank with a whole-run epoch and a diagnostic one of
-//! a few hundred steps with comm; `xtask/src/web/rank_bundles.rs`), times
-//! the release runner's `stallscope merge DIR` beside reading the same
-//! files' bytes, exports a site of the merged bundle and times, in headless
-//! Chromium, navigation → the merged bundle's summary rendered and →
-//! the per-rank view drawn, beside the browser's own `JSON.parse` of the
-//! same file. Medians of 3 or more; targets printed met / NOT met; the
-//! printed report is saved in `fixtures/bench/ranks.txt`. The per-rank
-//! bundles are written indented, as the runner writes them; a merged bundle
-//! over the viewer's size limit is said so and re-written compact for the
-//! viewer half.
+//! `cargo xtask bench ranks [WORLD]`: a site of many rank bundles stays
+//! fast. It generates WORLD (default 1,024; 16,384 for the largest jobs)
+//! per-rank bundles (a loader experiment of three configurations, each rank
+//! with a whole-run epoch and a diagnostic one of a few hundred steps with
+//! comm; `xtask/src/web/rank_bundles.rs`), times the release runner's
+//! `stallscope merge DIR` (format 1.3: the job's figures and the ranks'
+//! columns in the bundle, every rank's steps in `*.ssrs` sidecars) beside
+//! reading the same files' bytes, exports a site of the merged bundle with
+//! its sidecars and times, in headless Chromium, navigation → the merged
+//! bundle's summary rendered and → the per-rank view drawn (its sidecar
+//! fetched), beside the browser's own `JSON.parse` of the same file; then
+//! finds the slowed rank with the rank search. Medians of 3 or more;
+//! targets printed met / NOT met, the 1,024-rank figures held to the ones
+//! before format 1.3; the printed report is saved in
+//! `fixtures/bench/ranks.txt` (1,024) or `fixtures/bench/ranks-WORLD.txt`.
+//! The per-rank bundles are written indented, as the runner writes them.
 use crate::bench_goals::{Spread, verdict};
 use crate::cmd::Cmd;
 use crate::web::rank_bundles::{EXPERIMENT, RankSpec, merged_id};
@@ -21,16 +24,34 @@ use stallscope_e2e::webdriver::Browser;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-const SPEC: RankSpec = RankSpec {
-    world: 1024,
-    steps: 300,
-    slow_rank: 700,
-};
-const ID: &str = "bench-ranks-1024";
+const STEPS: usize = 300;
+const ID: &str = "bench-ranks";
 const REPEATS: usize = 3;
 const MERGE_TARGET_S: f64 = 10.0;
 const SUMMARY_TARGET_MS: f64 = 2000.0;
-const REPORT: &str = "fixtures/bench/ranks.txt";
+const RANKS_TARGET_MS: f64 = 3000.0;
+/// The 1,024-rank figures before format 1.3 (fixtures/bench/ranks.txt of
+/// issue 11): merge, summary, per-rank view; a 1,024-rank run must not be
+/// slower.
+const BEFORE_1024: (f64, f64, f64) = (0.89, 908.0, 1026.0);
+
+/// The spec of a bench of `world` ranks: rank 700 of 1,024 slowed, the same
+/// place in a larger world.
+fn spec(world: u32) -> RankSpec {
+    RankSpec {
+        world,
+        steps: STEPS,
+        slow_rank: (world as u64 * 700 / 1024) as u32,
+    }
+}
+
+fn report_path(world: u32) -> String {
+    if world == 1024 {
+        "fixtures/bench/ranks.txt".into()
+    } else {
+        format!("fixtures/bench/ranks-{world}.txt")
+    }
+}
 
 /// The report: printed as it goes, saved at the end.
 struct Out(Vec<String>);
@@ -59,7 +80,16 @@ fn spread(label: &str, unit: &str, d: usize, v: &[f64]) -> Result<String> {
     ))
 }
 
-pub(crate) fn run(repo: &Path) -> Result<()> {
+pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
+    let world: u32 = match args.first() {
+        Some(a) => a
+            .parse()
+            .ok()
+            .filter(|w| (2..=65_536).contains(w))
+            .with_context(|| format!("{a}: expected a number of ranks, 2 to 65536"))?,
+        None => 1024,
+    };
+    let spec = spec(world);
     let dist = crate::web::build_dist(repo)?;
     let runner = crate::demo::release_runner(repo, Some(&dist))?;
     let mut out = Out(Vec::new());
@@ -71,7 +101,7 @@ pub(crate) fn run(repo: &Path) -> Result<()> {
     let t = Instant::now();
     let mut files = Vec::new();
     let mut bytes = 0u64;
-    for (r, b) in crate::web::rank_bundles::per_rank_bundles(&SPEC, ID).enumerate() {
+    for (r, b) in crate::web::rank_bundles::per_rank_bundles(&spec, ID).enumerate() {
         let path = dir.join(format!("bundle.rank-{r}.json"));
         // Indented, as every rank's `stallscope run` writes its bundle.
         let text = b.to_json_pretty().into_bytes();
@@ -87,13 +117,21 @@ pub(crate) fn run(repo: &Path) -> Result<()> {
     ));
     out.line(format!(
         "  each: 3 configurations × (whole-run + diagnostic of {} steps with comm), rank {} slowed",
-        SPEC.steps, SPEC.slow_rank
+        spec.steps, spec.slow_rank
     ));
-    let merged = work.path().join("merged.json");
-    merge_half(&mut out, &runner, &dir, &files, &merged)?;
+    let merged = work.path().join("merged/merged.json");
+    let merge_s = merge_half(&mut out, &runner, &spec, &dir, &files, &merged)?;
     let merged = loadable(&mut out, work.path(), &merged)?;
-    viewer_half(&mut out, &runner, work.path(), &merged)?;
-    let report = repo.join(REPORT);
+    let (summary, ranks) = viewer_half(&mut out, &runner, &spec, work.path(), &merged)?;
+    if world == 1024 {
+        let (m, s, r) = BEFORE_1024;
+        out.line(format!(
+            "  target: no worse than before format 1.3 ({m:.2} s merge, {s:.0} ms summary, \
+             {r:.0} ms per-rank view): {}",
+            verdict(merge_s <= m * 1.1 && summary <= s * 1.1 && ranks <= r * 1.1)
+        ));
+    }
+    let report = repo.join(report_path(world));
     std::fs::write(&report, out.0.join("\n") + "\n")
         .with_context(|| format!("cannot write {}", report.display()))?;
     println!("saved in {}", report.display());
@@ -104,10 +142,11 @@ pub(crate) fn run(repo: &Path) -> Result<()> {
 fn merge_half(
     out: &mut Out,
     runner: &Path,
+    spec: &RankSpec,
     dir: &Path,
     files: &[PathBuf],
     merged: &Path,
-) -> Result<()> {
+) -> Result<f64> {
     let mut read = Vec::new();
     let mut merge = Vec::new();
     for _ in 0..REPEATS {
@@ -129,6 +168,10 @@ fn merge_half(
         merge.push(t.elapsed().as_secs_f64());
     }
     let size = std::fs::metadata(merged)?.len();
+    let sidecars: Vec<u64> = sidecars_of(merged)?
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()))
+        .collect::<std::io::Result<_>>()?;
     out.line(format!(
         "\nmerge (release runner, {} cores), {REPEATS} runs each:",
         cores()
@@ -141,14 +184,30 @@ fn merge_half(
         "  {}",
         spread("baseline, reading the files' bytes:", "s", 2, &read)?
     ));
-    out.line(format!("  merged bundle: {}", mb(size)));
+    out.line(format!(
+        "  merged bundle: {} (format 1.3); {} sidecar files beside it, {}",
+        mb(size),
+        sidecars.len(),
+        mb(sidecars.iter().sum())
+    ));
     let m = Spread::of(&merge)?.median;
     out.line(format!(
         "  target: merge of {} ranks under {MERGE_TARGET_S:.0} s: {}",
-        SPEC.world,
+        spec.world,
         verdict(m < MERGE_TARGET_S)
     ));
-    Ok(())
+    Ok(m)
+}
+
+/// The sidecar files `merge` wrote beside the merged bundle.
+fn sidecars_of(merged: &Path) -> Result<Vec<PathBuf>> {
+    let dir = merged.parent().context("the merged bundle has no folder")?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ssrs"))
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 /// The merged bundle when the viewer can load it; else, saying so, the same
@@ -201,8 +260,23 @@ fn when(condition: &str) -> String {
 }
 
 /// The site of the merged bundle; navigation → summary, → per-rank view.
-fn viewer_half(out: &mut Out, runner: &Path, work: &Path, merged: &Path) -> Result<()> {
+fn viewer_half(
+    out: &mut Out,
+    runner: &Path,
+    spec: &RankSpec,
+    work: &Path,
+    merged: &Path,
+) -> Result<(f64, f64)> {
     export_site(runner, &[merged.to_path_buf()], &work.join("site"))?;
+    // What `stallscope site` should do itself: the sidecars beside the
+    // bundle in the site (the lead's part, see the issue 20 report).
+    for f in sidecars_of(merged)? {
+        let name = f.file_name().context("a sidecar without a name")?;
+        let to = work.join("site/bundles").join(name);
+        if !to.exists() {
+            std::fs::copy(&f, &to)?;
+        }
+    }
     let file = std::fs::read_dir(work.join("site/bundles"))?
         .filter_map(|e| e.ok())
         .map(|e| format!("bundles/{}", e.file_name().to_string_lossy()))
@@ -219,6 +293,8 @@ fn viewer_half(out: &mut Out, runner: &Path, work: &Path, merged: &Path) -> Resu
         "const c=document.querySelector('.rank-view canvas.chart-canvas'); \
          return !!c && c.dataset.drawn==='1' && !!document.querySelector('.straggler-table tbody tr');",
     );
+    let find = "const i=document.querySelector('#rank-find'); i.value=arguments[0]; \
+        i.dispatchEvent(new Event('input',{bubbles:true}));";
     let mut times: Vec<(&str, Vec<f64>)> = vec![("summary", vec![]), ("ranks", vec![])];
     let mut parse = Vec::new();
     let mut straggler = String::new();
@@ -249,6 +325,13 @@ fn viewer_half(out: &mut Out, runner: &Path, work: &Path, merged: &Path) -> Resu
         )?;
         parse.push(p.as_f64().context("no parse time")?);
     }
+    // The rank search finds the slowed rank among all of them.
+    browser.eval(find, json!([spec.slow_rank.to_string()]))?;
+    let found = browser.wait_for(
+        "the rank search",
+        "const f=document.querySelector('.found-rank'); return f ? f.dataset.rank || 'none' : null;",
+        std::time::Duration::from_secs(20),
+    )?;
     // The viewer's own read (read_bundle: parse + validation), as it reports it.
     browser.goto(&format!("{}site/#/", server.url))?;
     let read = browser.wait_for(
@@ -258,9 +341,14 @@ fn viewer_half(out: &mut Out, runner: &Path, work: &Path, merged: &Path) -> Resu
     )?;
     drop(server);
     ensure!(
-        straggler == SPEC.slow_rank.to_string(),
+        straggler == spec.slow_rank.to_string(),
         "the straggler table names rank {straggler:?} first, the generated slow rank is {}",
-        SPEC.slow_rank
+        spec.slow_rank
+    );
+    ensure!(
+        found == json!(spec.slow_rank.to_string()),
+        "the rank search for {} found {found}",
+        spec.slow_rank
     );
     out.line(format!(
         "\nviewer, headless Chromium, navigation → rendered, {REPEATS} loads each:"
@@ -287,15 +375,23 @@ fn viewer_half(out: &mut Out, runner: &Path, work: &Path, merged: &Path) -> Resu
         read.as_str().unwrap_or_default()
     ));
     out.line(format!(
-        "  the straggler table names rank {straggler} first (generated slow rank {})",
-        SPEC.slow_rank
+        "  the straggler table names rank {straggler} first (generated slow rank {}); \
+         the rank search finds it",
+        spec.slow_rank
     ));
     let s = Spread::of(&times[0].1)?.median;
+    let r = Spread::of(&times[1].1)?.median;
     out.line(format!(
         "  target: summary of {} ranks under {:.0} s: {}",
-        SPEC.world,
+        spec.world,
         SUMMARY_TARGET_MS / 1e3,
         verdict(s < SUMMARY_TARGET_MS)
     ));
-    Ok(())
+    out.line(format!(
+        "  target: per-rank view of {} ranks under {:.0} s: {}",
+        spec.world,
+        RANKS_TARGET_MS / 1e3,
+        verdict(r < RANKS_TARGET_MS)
+    ));
+    Ok((s, r))
 }

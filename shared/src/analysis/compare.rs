@@ -1,11 +1,14 @@
 //! Two bundles side by side: experiments matched by id, configurations by id,
 //! whole-run throughput compared (never a diagnostic figure against a
 //! whole-run one), regressions beyond a threshold, and the differences of
-//! machine and settings listed.
+//! machine and settings listed. A merged bundle is read as its job
+//! (`merge::job_view`); its scaling against the other side is
+//! `analysis::compare_scaling`.
 
 use crate::analysis::metric::*;
 use crate::analysis::summary::Summary;
 use crate::format::*;
+use crate::merge::job_view;
 
 /// How a configuration moved from BASE to NEW.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +81,9 @@ impl BundleComparison {
 
 /// Compare NEW against BASE; `threshold_percent` of whole-run throughput.
 pub fn compare_bundles(base: &Bundle, new: &Bundle, threshold_percent: f64) -> BundleComparison {
+    let differences = environment_differences(base, new);
+    // A merged bundle's figures are its job's, never one rank's pooled.
+    let (base, new) = (job_view(base), job_view(new));
     let mut experiments = Vec::new();
     let mut ids: Vec<&str> = base.experiments.iter().map(|e| e.id.as_str()).collect();
     for e in &new.experiments {
@@ -95,7 +101,7 @@ pub fn compare_bundles(base: &Bundle, new: &Bundle, threshold_percent: f64) -> B
     BundleComparison {
         threshold_percent,
         experiments,
-        environment_differences: environment_differences(base, new),
+        environment_differences: differences,
     }
 }
 
@@ -304,6 +310,7 @@ pub fn environment_differences(base: &Bundle, new: &Bundle) -> Vec<Difference> {
         let opt = |v: Option<String>| v.unwrap_or_else(|| "—".into());
         vec![
             ("provenance", provenance_text(b)),
+            ("ranks", (b.ranks.len().max(1)).to_string()),
             (
                 "device",
                 opt(e

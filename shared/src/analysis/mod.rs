@@ -2,13 +2,17 @@
 //! extraction keyed by timing mode and phase (so the two modes are never
 //! mixed), comparison tables, sweet spots, stall attribution, verdicts and
 //! the OOM plausibility check, the per-rank analysis of a merged multi-rank
-//! bundle and the CPU cost of a configuration.
+//! bundle, its job figures and scaling efficiency, and the CPU cost of a
+//! configuration.
 
 mod compare;
 mod cost;
+mod job;
 mod key;
 mod metric;
+mod rank_columns;
 mod ranks;
+mod scaling;
 mod stages;
 mod summary;
 mod table;
@@ -17,9 +21,12 @@ mod verdict;
 
 pub use compare::*;
 pub use cost::*;
+pub use job::*;
 pub use key::*;
 pub use metric::*;
+pub use rank_columns::*;
 pub use ranks::*;
+pub use scaling::*;
 pub use stages::*;
 pub use summary::*;
 pub use table::*;

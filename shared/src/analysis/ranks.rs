@@ -9,7 +9,8 @@
 //! per-step synchronisation every rank waits for the slowest, so the
 //! whole-run step times stay near equal whatever the cause; the *work*
 //! imbalance (the diagnostic step without its comm) is what shows one rank
-//! doing more.
+//! doing more. A merged bundle of format 1.3 holds the analysis already,
+//! column-wise (`Configuration.ranks`); it is read back from there.
 
 use std::collections::BTreeMap;
 
@@ -159,6 +160,23 @@ fn stage_sums(runs: &[&Run]) -> Stages {
     out
 }
 
+/// The median as `summary::median` gives it (the mean of the two middle
+/// values of an even count), by selection: a step of 16,384 ranks is not
+/// sorted.
+fn median_in_place(v: &mut [f64]) -> Option<f64> {
+    let n = v.len();
+    if n == 0 {
+        return None;
+    }
+    let (left, mid, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
+    let upper = *mid;
+    if n % 2 == 1 {
+        return Some(upper);
+    }
+    let lower = left.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Some((lower + upper) / 2.0)
+}
+
 /// The largest value over the median of the others (with two ranks, the
 /// slower over the faster; the plain median would be bounded by 2).
 fn ratio_to_others(values: &[f64]) -> Option<f64> {
@@ -183,6 +201,9 @@ fn ratio_to_median(values: &[f64]) -> Option<f64> {
 
 /// [`rank_analysis`] with the synchronisation's name (`layout.sync`).
 pub fn rank_analysis_with(c: &Configuration, sync: Option<&str>) -> Option<RankAnalysis> {
+    if let Some(columns) = &c.ranks {
+        return Some(crate::analysis::rank_columns::analysis_of_columns(columns));
+    }
     let ranked: Vec<&Run> = c
         .runs
         .iter()
@@ -339,27 +360,8 @@ fn align_steps(by_rank: &BTreeMap<u32, Vec<&Run>>, notes: &mut Vec<String>) -> A
                 "repeat {repeat} epoch {epoch}: {n} of {n}–{most} steps"
             ));
         }
-        for i in 0..n {
-            let steps: Vec<(u32, [f64; 4])> =
-                series.iter().map(|(&r, s)| (r, step_parts(s, i))).collect();
-            let work = |p: &[f64; 4]| p[0] + p[1] + p[2];
-            // The largest work; a tie goes to the lowest rank (order-free).
-            let (slow, _) = steps
-                .iter()
-                .fold(None::<(u32, f64)>, |best, (r, p)| match best {
-                    Some((_, w)) if w >= work(p) => best,
-                    _ => Some((*r, work(p))),
-                })
-                .expect("two ranks or more");
-            let shares: Vec<f64> = steps
-                .iter()
-                .filter(|(r, _)| *r != slow)
-                .map(|(_, p)| {
-                    let step: f64 = p.iter().sum();
-                    if step > 0.0 { p[3] / step } else { 0.0 }
-                })
-                .collect();
-            if median(&shares).is_some_and(|m| m > MATERIAL_COMM_SHARE) {
+        for steps in step_blocks(series, n) {
+            if let Some(slow) = straggler_of(&steps) {
                 *out.times.entry(slow).or_default() += 1;
             }
         }
@@ -378,6 +380,52 @@ fn align_steps(by_rank: &BTreeMap<u32, Vec<&Run>>, notes: &mut Vec<String>) -> A
         ));
     }
     out
+}
+
+/// Steps a block reads together: a rank's eight steps of a stage are one
+/// cache line, so 16,384 ranks are read line by line, not value by value.
+const STEP_BLOCK: usize = 8;
+
+/// The first `n` steps of every rank, step by step: each step's (rank,
+/// stages) in rank order.
+fn step_blocks<'a>(
+    series: &'a BTreeMap<u32, &'a StepSeries>,
+    n: usize,
+) -> impl Iterator<Item = Vec<(u32, [f64; 4])>> + 'a {
+    (0..n).step_by(STEP_BLOCK).flat_map(move |start| {
+        let end = (start + STEP_BLOCK).min(n);
+        let mut block = vec![Vec::with_capacity(series.len()); end - start];
+        for (&r, s) in series {
+            for (k, i) in (start..end).enumerate() {
+                block[k].push((r, step_parts(s, i)));
+            }
+        }
+        block
+    })
+}
+
+/// The rank the others waited for in one step: the largest work (a tie to
+/// the lowest rank, order-free), when the others' median comm share is
+/// material.
+fn straggler_of(steps: &[(u32, [f64; 4])]) -> Option<u32> {
+    let work = |p: &[f64; 4]| p[0] + p[1] + p[2];
+    let (slow, _) = steps
+        .iter()
+        .fold(None::<(u32, f64)>, |best, (r, p)| match best {
+            Some((_, w)) if w >= work(p) => best,
+            _ => Some((*r, work(p))),
+        })?;
+    let mut shares: Vec<f64> = steps
+        .iter()
+        .filter(|(r, _)| *r != slow)
+        .map(|(_, p)| {
+            let step: f64 = p.iter().sum();
+            if step > 0.0 { p[3] / step } else { 0.0 }
+        })
+        .collect();
+    median_in_place(&mut shares)
+        .is_some_and(|m| m > MATERIAL_COMM_SHARE)
+        .then_some(slow)
 }
 
 fn verdict(
@@ -453,4 +501,28 @@ fn verdict(
         show_percent(theirs),
         show_percent(comm)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Selection gives the sorted median, for generated lengths and values
+    /// (ties and odd and even counts among them).
+    #[test]
+    fn median_by_selection_is_the_median() {
+        let mut x: u64 = 0x5EED_0050;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..500 {
+            let n = (next() % 40) as usize;
+            let mut v: Vec<f64> = (0..n).map(|_| (next() % 12) as f64 / 4.0).collect();
+            let want = median(&v);
+            assert_eq!(median_in_place(&mut v), want, "{v:?}");
+        }
+    }
 }

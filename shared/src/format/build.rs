@@ -41,6 +41,7 @@ impl Configuration {
             engine: None,
             runs: Vec::new(),
             failure: None,
+            ranks: None,
         }
     }
 
@@ -170,6 +171,7 @@ impl Run {
             rank: None,
             cost: None,
             timeline: None,
+            job: None,
         }
     }
 }

@@ -1,15 +1,17 @@
 //! Two or more bundles side by side: each compared with the first
 //! (`stallscope_bundle::analysis::compare_bundles`, the CLI's comparison),
-//! machine and settings differences listed, and a warning when they differ.
+//! machine and settings differences listed, and a warning when they differ;
+//! a merged job against a run of another size adds its scaling efficiency.
 
 use std::sync::Arc;
 
 use leptos::prelude::*;
 use stallscope_bundle::Bundle;
 use stallscope_bundle::analysis::{
-    Change, ExperimentComparison, Unit, compare_bundles, show_ratio,
+    Change, ExperimentComparison, Unit, compare_bundles, compare_scaling, show_ratio,
 };
 
+use crate::components::job::ScalingView;
 use crate::components::missing::Missing;
 use crate::components::provenance::Provenance;
 use crate::route::Route;
@@ -52,6 +54,7 @@ fn pair_view(
     keys: Vec<String>,
 ) -> impl IntoView {
     let cmp = compare_bundles(&base, &new, THRESHOLD_PERCENT);
+    let scaling = compare_scaling(&base, &new);
     let differ = !cmp.environment_differences.is_empty();
     let published = !base.is_measured() || !new.is_measured();
     let experiments = cmp
@@ -81,6 +84,7 @@ fn pair_view(
                     </table>
                 </div>
             })}
+            {scaling.map(|s| view! { <ScalingView scaling=s/> })}
             {experiments}
         </section>
     }

@@ -12,6 +12,7 @@ pub mod experiment_page;
 pub mod failures;
 pub mod header;
 pub mod how_to_read;
+pub mod job;
 pub mod library;
 pub mod load_messages;
 pub mod metric_glossary;

@@ -64,6 +64,7 @@ pub fn RankList(bundle: std::sync::Arc<Bundle>) -> impl IntoView {
         <section class="rank-list">
             <h2>"Ranks"</h2>
             <p class="rank-summary">{summary}</p>
+            <p class="job-note">"The tables give the job's figures: every rank's samples ÷ the slowest rank's epoch, the step time the slowest rank's. Each experiment's page shows every rank."</p>
             <button class="show-ranks" on:click=move |_| shown.update(|s| *s = !*s)>
                 {move || if shown.get() { "Hide the ranks" } else { "Every rank and its host" }}
             </button>

@@ -1,6 +1,7 @@
 //! The straggler table of a merged bundle's configuration: the ranks that
 //! were slowest most often, with their stage shares, and the verdict — all
-//! from `analysis::rank_analysis_in`, the code `stallscope report` uses.
+//! from `analysis::rank_analysis_in`, the code `stallscope report` uses —
+//! and the search that finds any one rank of thousands.
 
 use std::sync::Arc;
 
@@ -69,6 +70,56 @@ pub fn Stragglers(bundle: Arc<Bundle>, experiment: usize, configuration: String)
                     a.steps_compared
                 )}
             </p>
+        </div>
+    })
+}
+
+/// Jump to one rank: its row of the per-rank columns, and a marker at its
+/// row of the heat map (`mark`; the top straggler until the reader asks).
+#[component]
+pub fn FindRank(
+    bundle: Arc<Bundle>,
+    experiment: usize,
+    configuration: String,
+    mark: RwSignal<Option<u32>>,
+) -> impl IntoView {
+    let c = bundle.experiments[experiment].configuration(&configuration)?;
+    let a = Arc::new(rank_analysis_in(&bundle, c)?);
+    let world = a.ranks.len();
+    let on_input = move |ev| mark.set(event_target_value(&ev).trim().parse::<u32>().ok());
+    let share = |v: Option<f64>| v.map(show_percent).unwrap_or_else(|| "—".into());
+    Some(view! {
+        <div class="find-rank">
+            <label>
+                {format!("Find a rank (0–{}): ", world.saturating_sub(1))}
+                <input
+                    id="rank-find"
+                    type="number"
+                    min="0"
+                    prop:value=move || mark.get().map(|r| r.to_string()).unwrap_or_default()
+                    on:input=on_input
+                />
+            </label>
+            {move || {
+                let r = mark.get()?;
+                let Some(s) = a.ranks.iter().find(|x| x.rank == r) else {
+                    return Some(view! { <p class="warning found-rank">{format!("No rank {r} in this configuration.")}</p> }.into_any());
+                };
+                Some(view! {
+                    <p class="found-rank" data-rank=r.to_string()>
+                        {format!(
+                            "rank {r}: the straggler in {} of {} steps; next-wait {}, transfer {}, compute {}, comm {} of its step; {}",
+                            s.straggler_steps,
+                            a.steps_compared,
+                            share(s.next_wait_share),
+                            share(s.transfer_share),
+                            share(s.compute_share),
+                            share(s.comm_share),
+                            s.samples_per_s.map(|v| format!("{v:.0} samples/s (its own, whole-run)")).unwrap_or_default()
+                        )}
+                    </p>
+                }.into_any())
+            }}
         </div>
     })
 }

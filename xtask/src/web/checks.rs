@@ -10,6 +10,7 @@ mod loading;
 mod newer_format;
 mod peers;
 mod ranks;
+mod ranks_job;
 mod reports;
 
 use super::{Server, export_site};
@@ -69,6 +70,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
             ranks::RANKS_ID,
         )?)?,
     )?;
+    let [job, single] = ranks_job::write_bundles(work.path())?;
     let site = work.path().join("site");
     export_site(
         runner,
@@ -81,6 +83,8 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
             repo.join(peers::TUTORIAL),
             repo.join(peers::TUTORIAL_RUN),
             merged,
+            job,
+            single,
         ],
         &site,
     )?;
@@ -121,7 +125,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         shots,
         repo: repo.to_path_buf(),
     };
-    let checks: [(&str, Check); 18] = [
+    let checks: [(&str, Check); 19] = [
         ("site_lists_its_bundles", loading::site_lists_its_bundles),
         (
             "table_cells_equal_the_fixture",
@@ -163,6 +167,10 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         (
             "rank_view_names_the_straggler",
             ranks::rank_view_names_the_straggler,
+        ),
+        (
+            "job_and_sidecar_heat_map",
+            ranks_job::job_and_sidecar_heat_map,
         ),
     ];
     let (mut passed, mut failed) = (0, 0);
