@@ -1,3 +1,3 @@
-"""The stallscope peers harness: the `pytorch` and `spdl` engines (docs/peers-protocol.md)."""
+"""The stallscope peers harness: the `pytorch`, `spdl`, `dali` and `nodes` engines (docs/peers-protocol.md)."""
 
 PROTOCOL = 1

@@ -11,7 +11,7 @@ import traceback
 from dataclasses import dataclass
 
 from . import PROTOCOL, faults
-from .protocol import Output, RequestError, StageError, parse_request
+from .protocol import Output, RequestError, StageError, error_line, parse_request
 
 MAX_MESSAGE = 4000
 
@@ -21,6 +21,12 @@ class State:
     stage: str = "setup"
 
 
+# The hello's key for the version of each engine's own package. `spdl` is on every hello (null on
+# the other engines); `dali` and `torchdata` only on their engine's, so a runner that predates them
+# still reads the pytorch and spdl engines' hellos.
+VERSION_KEYS = {"spdl": "spdl", "dali": "dali", "nodes": "torchdata"}
+
+
 def _versions(engine_name: str, engine) -> dict:
     import torch
 
@@ -28,13 +34,20 @@ def _versions(engine_name: str, engine) -> dict:
         tv = importlib.metadata.version("torchvision")
     except importlib.metadata.PackageNotFoundError:
         tv = None
-    return {"python": platform.python_version(), "torch": torch.__version__, "torchvision": tv,
-            "spdl": getattr(engine, "version", None) if engine_name == "spdl" else None}
+    versions = {"python": platform.python_version(), "torch": torch.__version__, "torchvision": tv,
+                "spdl": None}
+    if engine_name in VERSION_KEYS:
+        versions[VERSION_KEYS[engine_name]] = engine.version
+    return versions
 
 
 def run(out: Output, state: State) -> None:
     fault = faults.from_env()
     req = parse_request(sys.stdin.read())
+
+    from . import engines
+
+    Engine = engines.load(req.engine)  # first: a missing package fails before any other work
 
     import torch
 
@@ -64,10 +77,6 @@ def run(out: Output, state: State) -> None:
         batches = [epoch_batches(source.samples, req.loader.batch_size, req.loader.drop_last,
                                  req.shuffle, generator) for _ in range(req.epochs)]
 
-    if req.engine == "pytorch":
-        from .engine_pytorch import Engine
-    else:
-        from .engine_spdl import Engine
     engine = Engine(req, source, device)
 
     parameters = 0
@@ -127,7 +136,7 @@ def main() -> None:
             message = f"{type(e).__name__}: {e}"
         traceback.print_exc(file=sys.stderr)
         try:
-            out.emit({"type": "error", "stage": stage, "message": message[:MAX_MESSAGE]})
+            out.emit(error_line(e, stage, message[:MAX_MESSAGE]))
         finally:
             sys.stderr.flush()
             _stop_children()

@@ -1,4 +1,8 @@
-"""The STALLSCOPE_HARNESS_FAULT test hook: fail on purpose at step S of epoch E of the first mode."""
+"""The STALLSCOPE_HARNESS_FAULT test hook: fail on purpose at step S of epoch E of the first mode.
+
+A prefix `rN:` fires on rank N only (the launcher's RANK or SLURM_PROCID), as one GPU's failure
+would.
+"""
 
 from __future__ import annotations
 
@@ -35,8 +39,12 @@ def from_env(environ=os.environ) -> Fault | None:
     text = environ.get(VARIABLE, "")
     if not text:
         return None
-    m = re.fullmatch(r"(kill|garbage|exit)@(\d+):(\d+)", text.strip())
+    m = re.fullmatch(r"(?:r(\d+):)?(kill|garbage|exit)@(\d+):(\d+)", text.strip())
     if m is None:
         raise ValueError(f"{VARIABLE}={text!r}: expected kill@E:S, garbage@E:S or exit@E:S "
-                         f"(E the 0-based epoch, S the 0-based step)")
-    return Fault(m.group(1), int(m.group(2)), int(m.group(3)))
+                         f"(E the 0-based epoch, S the 0-based step), optionally after rN: "
+                         f"(rank N only)")
+    rank = environ.get("RANK") or environ.get("SLURM_PROCID") or "0"
+    if m.group(1) is not None and rank != m.group(1):
+        return None
+    return Fault(m.group(2), int(m.group(3)), int(m.group(4)))

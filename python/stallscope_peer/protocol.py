@@ -10,15 +10,21 @@ from typing import Any
 
 from . import PROTOCOL
 
-ENGINES = ("pytorch", "spdl")
+ENGINES = ("pytorch", "spdl", "dali", "nodes")
 MODES = ("whole_run", "diagnostic")
 CONTEXTS = ("fork", "spawn", "forkserver")
 SPDL_WORKERS = ("threads", "processes")
+WORKER_KINDS = ("threads", "processes")
+DALI_DEVICES = ("cpu", "mixed")
 OPTIMIZERS = ("sgd", "adam")
 
 
 class RequestError(ValueError):
     """The request does not follow the protocol; the message names the key."""
+
+
+class NotApplicable(RequestError):
+    """A well-formed request this engine has no counterpart for; the error line says `not_applicable`."""
 
 
 class StageError(Exception):
@@ -27,6 +33,28 @@ class StageError(Exception):
     def __init__(self, stage: str, message: str) -> None:
         super().__init__(message)
         self.stage = stage
+
+
+INSTALL = "cargo xtask setup --peers"
+
+
+class EngineMissing(StageError):
+    """The engine's Python package is not installed; the error line carries `missing`."""
+
+    def __init__(self, engine: str, package: str, version: str, module: str, cause: str) -> None:
+        super().__init__("setup", f"engine {engine!r} needs {package} {version}, which is not installed "
+                                  f"in this Python environment ({cause}); run `{INSTALL}`")
+        self.missing = {"package": package, "version": version, "module": module, "install": INSTALL}
+
+
+def error_line(e: BaseException, stage: str, message: str) -> dict[str, Any]:
+    """The `error` line for a failure, with `missing` or `not_applicable` when they apply."""
+    line: dict[str, Any] = {"type": "error", "stage": stage, "message": message}
+    if isinstance(e, EngineMissing):
+        line["missing"] = e.missing
+    elif isinstance(e, NotApplicable):
+        line["not_applicable"] = True
+    return line
 
 
 # --------------------------------------------------------------------------
@@ -91,6 +119,9 @@ class LoaderSpec:
     concurrency: int
     spdl_workers: str
     prefetch_to_device: bool
+    batched_fetch: bool = False
+    dali_device: str = "cpu"
+    worker_kind: str = "threads"
 
 
 @dataclass
@@ -252,8 +283,9 @@ def _source(obj: Any, engine: str) -> dict:
         out.update(images=_str(obj, "images", where), labels=_str(obj, "labels", where),
                    samples=_int(obj, "samples", where, 1))
     else:
-        if engine != "pytorch":
-            raise RequestError(f"{where}.kind: 'python' sources are pytorch only (engine is {engine!r})")
+        if engine not in ("pytorch", "nodes"):
+            raise NotApplicable(f"{where}.kind: 'python' sources need a map-style Dataset engine, "
+                                f"pytorch or nodes (engine is {engine!r})")
         _keys(obj, where, ("kind", "factory", "path", "args"))
         factory = _str(obj, "factory", where)
         module, sep, function = factory.partition(":")
@@ -266,17 +298,23 @@ def _source(obj: Any, engine: str) -> dict:
     return out
 
 
-def _loader(obj: Any, engine: str, device: str) -> LoaderSpec:
+COMMON_KEYS = ("batch_size", "drop_last")
+PYTORCH_KEYS = ("workers", "prefetch", "persistent", "pin_memory", "context")
+SPDL_KEYS = ("concurrency", "spdl_workers")
+LOADER_KEYS = PYTORCH_KEYS + SPDL_KEYS + ("prefetch_to_device", "batched_fetch", "dali_device", "worker_kind")
+# Each engine's required loader keys beyond COMMON_KEYS; every other loader key is accepted and unused.
+REQUIRED_KEYS = {
+    "pytorch": PYTORCH_KEYS,
+    "spdl": SPDL_KEYS,
+    "dali": ("workers", "prefetch", "dali_device"),
+    "nodes": ("workers", "prefetch", "pin_memory", "worker_kind"),
+}
+
+
+def _loader(obj: Any, engine: str, device: str, source_kind: str) -> LoaderSpec:
     where = "request.loader"
-    pytorch_keys = ("workers", "prefetch", "persistent", "pin_memory", "context")
-    spdl_keys = ("concurrency", "spdl_workers")
-    common = ("batch_size", "drop_last")
-    if engine == "pytorch":
-        required, optional = common + pytorch_keys, spdl_keys + ("prefetch_to_device",)
-    else:
-        required = common + spdl_keys
-        optional = pytorch_keys + ("prefetch_to_device",)
-    _keys(obj, where, required, optional)
+    required = COMMON_KEYS + REQUIRED_KEYS[engine]
+    _keys(obj, where, required, tuple(k for k in LOADER_KEYS if k not in required))
     get = obj.get
     spec = LoaderSpec(
         batch_size=_int(obj, "batch_size", where, 1),
@@ -290,13 +328,43 @@ def _loader(obj: Any, engine: str, device: str) -> LoaderSpec:
         spdl_workers=(_str(obj, "spdl_workers", where, SPDL_WORKERS)
                       if "spdl_workers" in obj else "threads"),
         prefetch_to_device=_bool(obj, "prefetch_to_device", where) if get("prefetch_to_device") is not None else False,
+        batched_fetch=_bool(obj, "batched_fetch", where) if "batched_fetch" in obj else False,
+        dali_device=_str(obj, "dali_device", where, DALI_DEVICES) if "dali_device" in obj else "cpu",
+        worker_kind=_str(obj, "worker_kind", where, WORKER_KINDS) if "worker_kind" in obj else "threads",
     )
     if engine == "pytorch" and spec.workers > 0 and spec.prefetch is None:
         raise RequestError(f"{where}.prefetch: expected an integer >= 1 when workers > 0, got null")
+    if engine in ("dali", "nodes") and spec.prefetch is None:
+        raise RequestError(f"{where}.prefetch: expected an integer >= 1 for engine {engine!r}, got null")
     if spec.prefetch_to_device and not device.startswith("cuda"):
         raise RequestError(
             f"{where}.prefetch_to_device: copying on a side stream needs a CUDA device (device is {device!r})")
+    _check_applicable(spec, engine, device, source_kind)
     return spec
+
+
+def _check_applicable(spec: LoaderSpec, engine: str, device: str, source_kind: str) -> None:
+    """Refuse, as not applicable, the knob combinations an engine has no counterpart for."""
+    where = "request.loader"
+    if spec.batched_fetch and engine != "pytorch":
+        raise NotApplicable(f"{where}.batched_fetch: only the pytorch engine fetches a batch through the "
+                            f"Dataset's __getitems__ (engine is {engine!r})")
+    if spec.batched_fetch and source_kind == "python":
+        raise NotApplicable(f"{where}.batched_fetch: a python source's own Dataset decides (torch calls its "
+                            "__getitems__ when it defines one)")
+    if engine != "dali":
+        return
+    if spec.workers < 1:
+        raise NotApplicable(f"{where}.workers: dali runs its operators on num_threads >= 1 threads; "
+                            "workers 0 has no dali counterpart")
+    if spec.dali_device == "mixed" and not device.startswith("cuda"):
+        raise NotApplicable(f"{where}.dali_device: 'mixed' decodes with nvJPEG and runs the operators on "
+                            f"the GPU, so it needs a CUDA device (device is {device!r})")
+    if spec.dali_device == "mixed" and source_kind != "images":
+        raise NotApplicable(f"{where}.dali_device: 'mixed' is the image decoder's placement; a "
+                            f"{source_kind!r} source has no image to decode")
+    if spec.dali_device == "mixed" and spec.prefetch_to_device:
+        raise NotApplicable(f"{where}.prefetch_to_device: dali_device 'mixed' already gives batches on the GPU")
 
 
 def _batches(value: Any, epochs: int) -> list[list[list[int]]]:
@@ -374,7 +442,7 @@ def parse_request(text: str) -> Request:
         model=model,
         optimizer=optimizer,
         source=source,
-        loader=_loader(obj["loader"], engine, device),
+        loader=_loader(obj["loader"], engine, device, source["kind"]),
         non_blocking=_bool(obj, "non_blocking", where),
         epochs=epochs,
         modes=list(modes),

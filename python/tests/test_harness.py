@@ -570,7 +570,7 @@ class RequestTest(unittest.TestCase):
                       self.parse(lambda r: r.update(model={"name": "linear", "features": 2})))
         self.assertIn("missing key 'optimizer'",
                       self.parse(lambda r: r.update(model={"name": "fashion_cnn"})))
-        self.assertIn("pytorch only", self.parse(lambda r: r.update(
+        self.assertIn("pytorch or nodes", self.parse(lambda r: r.update(
             source={"kind": "python", "factory": "m:f", "path": [], "args": {}})))
         self.assertIn("prefetch_to_device", self.parse(lambda r: r["loader"].update(prefetch_to_device=True)))
         self.assertIn("spdl_workers", self.parse(lambda r: r["loader"].update(spdl_workers="gpu")))

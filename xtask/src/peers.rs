@@ -1,6 +1,7 @@
 //! `cargo xtask setup --peers`: the Python environment of the peer engines
-//! (PyTorch's DataLoader and SPDL) in the cache, pinned, and Debian's FFmpeg
-//! 5 libraries that `spdl.io` loads; one line when it is already there.
+//! (PyTorch's DataLoader, SPDL, NVIDIA DALI and torchdata.nodes) in the
+//! cache, pinned, and Debian's FFmpeg 5 libraries that `spdl.io` loads; one
+//! line when it is already there.
 use crate::cmd::Cmd;
 use crate::libtorch;
 use anyhow::{Context, Result, bail};
@@ -16,6 +17,18 @@ const PACKAGES: [&str; 5] = [
     "pillow==13.0.0",
     "numpy==2.4.6",
 ];
+/// The engines added later, pinned too: installed into an environment that
+/// has PACKAGES already instead of remaking it (about 280 MB to download,
+/// 630 MB more on disk, a minute).
+const ENGINE_PACKAGES: [&str; 3] = [
+    // The `dali` engine (its CPU pipelines need no GPU: `device_id=None`).
+    "nvidia-dali-cuda130==2.4.0",
+    // The `nodes` engine.
+    "torchdata==0.11.0",
+    // `stallscope job` is tested on a script that trains with Lightning's
+    // Trainer, as users' scripts do.
+    "lightning==2.6.6",
+];
 /// Debian's FFmpeg 5 libraries (spdl 0.8 accepts FFmpeg 5).
 pub(crate) const FFMPEG: [&str; 7] = [
     "libavutil57",
@@ -26,10 +39,13 @@ pub(crate) const FFMPEG: [&str; 7] = [
     "libswresample4",
     "libavdevice59",
 ];
-/// What must import, and the versions that must answer.
+/// What must import, and the versions that must answer (PACKAGES, then ENGINE_PACKAGES).
 const CHECK: &str = "import torch, torchvision, spdl.pipeline, spdl.io, PIL, numpy; \
 import importlib.metadata as m; \
 print(torch.__version__.split('+')[0], torchvision.__version__.split('+')[0], m.version('spdl'))";
+const ENGINE_CHECK: &str = "import nvidia.dali, nvidia.dali.plugin.pytorch, torchdata.nodes, lightning; \
+import importlib.metadata as m; \
+print(m.version('nvidia-dali-cuda130'), m.version('torchdata'), m.version('lightning'))";
 
 /// The environment's interpreter.
 pub(crate) fn python() -> Result<PathBuf> {
@@ -39,11 +55,32 @@ pub(crate) fn python() -> Result<PathBuf> {
         .join("bin/python"))
 }
 
-fn works(python: &Path) -> bool {
+fn answers(python: &Path, check: &str, versions: &[&str]) -> bool {
     python.exists()
-        && Cmd::new(python).args(["-c", CHECK]).read().is_ok_and(|v| {
-            v.split_whitespace().collect::<Vec<_>>() == ["2.11.0", "0.26.0", "0.8.0"]
-        })
+        && Cmd::new(python)
+            .args(["-c", check])
+            .read()
+            .is_ok_and(|v| v.split_whitespace().collect::<Vec<_>>() == versions)
+}
+
+fn base_works(python: &Path) -> bool {
+    answers(python, CHECK, &["2.11.0", "0.26.0", "0.8.0"])
+}
+
+fn engines_work(python: &Path) -> bool {
+    answers(python, ENGINE_CHECK, &["2.4.0", "0.11.0", "2.6.6"])
+}
+
+fn works(python: &Path) -> bool {
+    base_works(python) && engines_work(python)
+}
+
+fn pip_install(venv: &Path, packages: &[&str]) -> Result<()> {
+    Cmd::new(venv.join("bin/pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check"])
+        .args(packages)
+        .run()
+        .with_context(|| format!("installing {} from PyPI failed", packages.join(" ")))
 }
 
 /// Make the environment unless it works; returns what was done.
@@ -57,10 +94,32 @@ pub(crate) fn ensure(done: &mut Vec<String>) -> Result<PathBuf> {
         .and_then(Path::parent)
         .context("the environment's folder")?
         .to_path_buf();
+    if base_works(&python) {
+        eprintln!(
+            "setup: adding the dali and nodes engines to {} ({}): about 630 MB and a minute",
+            venv.display(),
+            ENGINE_PACKAGES.join(" ")
+        );
+        pip_install(&venv, &ENGINE_PACKAGES)?;
+        // torchdata requires torch, and pip brings torch's triton back.
+        drop_triton(&venv)?;
+        check(&python, &venv)?;
+        done.push(format!(
+            "added {} to the peers' Python environment {}",
+            ENGINE_PACKAGES.join(" "),
+            venv.display()
+        ));
+        return Ok(python);
+    }
     eprintln!(
         "setup: making the peers' Python environment in {} ({}): about 5 GB and 2 minutes",
         venv.display(),
-        PACKAGES.join(" ")
+        PACKAGES
+            .iter()
+            .chain(&ENGINE_PACKAGES)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     if venv.exists() {
         std::fs::remove_dir_all(&venv)
@@ -74,31 +133,38 @@ pub(crate) fn ensure(done: &mut Vec<String>) -> Result<PathBuf> {
         .arg(&venv)
         .run()
         .context("python3 -m venv failed (Debian: apt-get install python3-venv)")?;
-    Cmd::new(venv.join("bin/pip"))
-        .args(["install", "--quiet", "--disable-pip-version-check"])
-        .args(PACKAGES)
-        .run()
-        .context("installing the peers' packages from PyPI failed")?;
-    // Triton (~640 MB) serves torch.compile's GPU kernels only; neither the
-    // DataLoader, SPDL nor eager training imports it.
-    Cmd::new(venv.join("bin/pip"))
-        .args(["uninstall", "--quiet", "-y", "triton"])
-        .run()
-        .context("removing triton failed")?;
-    if !works(&python) {
-        let why = Cmd::new(&python)
-            .args(["-c", CHECK])
-            .read()
-            .err()
-            .map_or_else(|| "wrong versions".to_string(), |e| format!("{e:#}"));
-        bail!(
-            "the peers' environment {} was made but does not import torch, torchvision, spdl.pipeline and spdl.io: {why}",
-            venv.display()
-        );
-    }
+    let all: Vec<&str> = PACKAGES.iter().chain(&ENGINE_PACKAGES).copied().collect();
+    pip_install(&venv, &all)?;
+    drop_triton(&venv)?;
+    check(&python, &venv)?;
     done.push(format!(
         "made the peers' Python environment {}",
         venv.display()
     ));
     Ok(python)
+}
+
+/// Triton (~640 MB) serves torch.compile's GPU kernels only; neither the
+/// DataLoader, SPDL, DALI, torchdata.nodes nor eager training imports it.
+fn drop_triton(venv: &Path) -> Result<()> {
+    Cmd::new(venv.join("bin/pip"))
+        .args(["uninstall", "--quiet", "-y", "triton"])
+        .run()
+        .context("removing triton failed")
+}
+
+/// Fail with what does not import when the environment does not answer the pinned versions.
+fn check(python: &Path, venv: &Path) -> Result<()> {
+    if works(python) {
+        return Ok(());
+    }
+    let why = [CHECK, ENGINE_CHECK]
+        .iter()
+        .find_map(|c| Cmd::new(python).args(["-c", c]).read().err())
+        .map_or_else(|| "wrong versions".to_string(), |e| format!("{e:#}"));
+    bail!(
+        "the peers' environment {} was made but does not import torch, torchvision, spdl.pipeline, \
+spdl.io, nvidia.dali and torchdata.nodes at the pinned versions: {why}",
+        venv.display()
+    );
 }
