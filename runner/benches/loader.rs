@@ -10,15 +10,14 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use stallscope::device::DeviceCtx;
-use stallscope::feed::Feed;
-use stallscope::loader::generate::{ImageSetSpec, default_cache_root, ensure_image_set};
-use stallscope::loader::{
-    ImageSpec, LoaderConfig, NativeFeed, Pinning, Sampler, SourceSpec, WorkerKind,
-};
-use stallscope::models::{ModelSpec, Trainer};
-use stallscope::train::{CopyMode, EpochSlot, run_epoch, warm_up};
 use stallscope_bundle::TimingMode;
+use stallscope_loader::generate::{ImageSetSpec, default_cache_root, ensure_image_set};
+use stallscope_loader::{ImageSpec, LoaderConfig, Sampler, SourceSpec, WorkerKind};
+use stallscope_torch::device::DeviceCtx;
+use stallscope_torch::experiments::native_feed::{NativeFeed, Pinning};
+use stallscope_torch::feed::Feed;
+use stallscope_torch::models::{ModelSpec, Trainer};
+use stallscope_torch::steps::{CopyMode, EpochSlot, run_epoch, warm_up};
 
 const BATCH: usize = 32;
 const CROP: u32 = 112;

@@ -11,12 +11,12 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use stallscope::data::{FashionMnist, tensor_data};
-use stallscope::device::DeviceCtx;
-use stallscope::feed::{Dataset, Feed, InLoopConfig, InLoopLoader, Order};
-use stallscope::models::{ModelSpec, Trainer};
-use stallscope::train::{CopyMode, EpochSlot, run_epoch, to_device, warm_up};
 use stallscope_bundle::TimingMode;
+use stallscope_torch::data::{FashionMnist, tensor_data};
+use stallscope_torch::device::DeviceCtx;
+use stallscope_torch::feed::{Dataset, Feed, InLoopConfig, InLoopLoader, Order};
+use stallscope_torch::models::{ModelSpec, Trainer};
+use stallscope_torch::steps::{CopyMode, EpochSlot, run_epoch, to_device, warm_up};
 
 struct Case {
     name: &'static str,
@@ -148,7 +148,7 @@ fn main() {
                 let inner = if arm == 0 {
                     bare_epoch(&mut trainer, &mut feed, &ctx, slot.epoch)
                 } else {
-                    stallscope::cost::set_timeline(arm == 2);
+                    stallscope_core::cost::set_timeline(arm == 2);
                     // The epoch seconds the runner records (synchronized
                     // before and after, counting inside): the region
                     // bare_epoch times.
@@ -173,7 +173,7 @@ fn main() {
                 arms[arm].outer.push(t0.elapsed().as_secs_f64());
             }
         }
-        stallscope::cost::set_timeline(true);
+        stallscope_core::cost::set_timeline(true);
         println!("{}", case.name);
         let [bare, off, on] = &mut arms;
         for (name, arm) in [

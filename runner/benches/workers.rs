@@ -16,12 +16,13 @@ use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use stallscope::device::DeviceCtx;
-use stallscope::loader::{LoaderConfig, NativeFeed, Pinning, SourceSpec, WorkerKind};
-use stallscope::models::{ModelSpec, Trainer};
-use stallscope::train::{CopyMode, EpochSlot, run_epoch, warm_up};
 use stallscope_bundle::TimingMode;
 use stallscope_loader::Loader;
+use stallscope_loader::{LoaderConfig, SourceSpec, WorkerKind};
+use stallscope_torch::device::DeviceCtx;
+use stallscope_torch::experiments::native_feed::{NativeFeed, Pinning};
+use stallscope_torch::models::{ModelSpec, Trainer};
+use stallscope_torch::steps::{CopyMode, EpochSlot, run_epoch, warm_up};
 
 const BATCH: usize = 32;
 const SAMPLES: usize = 512;

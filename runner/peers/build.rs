@@ -1,29 +1,49 @@
-//! Build-script part: embeds the Python peers harness
-//! (`python/stallscope_peer/*.py`) so the runner can run it anywhere.
-use std::path::PathBuf;
+//! Build script: embeds the Python packages the runner runs, the peers
+//! harness (`python/stallscope_peer/`) and the job instrumentation
+//! (`python/stallscope_job/`, with its `boot/`), so the runner can run them
+//! from any folder.
+use std::path::{Path, PathBuf};
 
-pub fn embed() {
+/// Every `.py` file under `dir`, recursively, sorted.
+fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in rd.flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            if p.file_name().is_some_and(|n| n != "__pycache__") {
+                python_files(&p, out);
+            }
+        } else if p.extension().is_some_and(|x| x == "py") {
+            out.push(p);
+        }
+    }
+}
+
+fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-    let dir = manifest.join("../python/stallscope_peer");
-    println!("cargo:rerun-if-changed={}", dir.display());
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "py"))
-                .collect()
-        })
-        .unwrap_or_default();
+    let python = manifest.join("../../python");
+    let mut files = Vec::new();
+    for package in ["stallscope_peer", "stallscope_job"] {
+        let dir = python.join(package);
+        println!("cargo:rerun-if-changed={}", dir.display());
+        python_files(&dir, &mut files);
+    }
     files.sort();
     let mut out = String::from(
-        "/// The harness package's files: (name, text).\npub const FILES: &[(&str, &str)] = &[\n",
+        "/// The embedded packages' files: (path under `python/`, text).\n\
+         pub const FILES: &[(&str, &str)] = &[\n",
     );
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
-        let name = f
-            .file_name()
-            .and_then(|n| n.to_str())
-            .expect("a UTF-8 file name");
-        let abs = f.canonicalize().expect("the harness file exists");
+        let abs = f.canonicalize().expect("the package file exists");
+        let name = abs
+            .strip_prefix(python.canonicalize().expect("python/ exists"))
+            .expect("under python/")
+            .to_str()
+            .expect("a UTF-8 path")
+            .to_string();
         out.push_str(&format!(
             "    ({name:?}, include_str!({:?})),\n",
             abs.display().to_string()

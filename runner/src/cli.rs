@@ -26,6 +26,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Run a suite (default: the quickstart preset) and write a result bundle.
     Run(RunArgs),
+    /// Measure your own training command, unmodified: `stallscope job -- python train.py`.
+    Job(JobArgs),
     /// Print a saved bundle's report again: the one `run` prints at its end.
     Report(ReportArgs),
     /// Print what the runner records about the machine and the software.
@@ -129,6 +131,41 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct JobArgs {
+    /// Measured steps of the job's DataLoader, after the warm-up; the process then ends.
+    #[arg(long, default_value_t = 50)]
+    pub steps: u32,
+    /// Batches handed to the script unmeasured first (kernel selection, worker start).
+    #[arg(long, default_value_t = 10)]
+    pub warmup: u32,
+    /// Which DataLoader to measure: its index in the order they are first iterated.
+    #[arg(long, default_value_t = 0)]
+    pub loader: u32,
+    /// Repeats of every configuration (ascending, descending, ascending order).
+    #[arg(long, default_value_t = 3)]
+    pub repeats: u32,
+    /// Re-run with a DataLoader argument overridden: num_workers, prefetch_factor,
+    /// persistent_workers, pin_memory, multiprocessing_context, in_order or batch_size
+    /// (KEY=V1,V2,...; repeatable: every combination runs).
+    #[arg(long)]
+    pub sweep: Vec<String>,
+    /// Seconds one process may run before it is stopped (a hang, or no DataLoader).
+    #[arg(long, default_value_t = 600.0)]
+    pub timeout: f64,
+    /// Output folder; the bundle is <OUT>/bundle.json (default out/<bundle id>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Leave the command's arguments out of the bundle (to share it).
+    #[arg(long)]
+    pub redact_args: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// The training command and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct ReportArgs {
     /// The bundle (JSON), e.g. out/<id>/bundle.json.
     pub bundle: PathBuf,
@@ -227,6 +264,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => commands::validate::run(&args),
         Command::Compare(args) => commands::compare::run(&args),
         Command::Run(args) => commands::run::run(&args),
+        Command::Job(args) => commands::job::run(&args),
         Command::Report(args) => commands::report::run(&args),
         Command::Env(args) => commands::env::run(&args),
         Command::Trace(args) => commands::trace::run(&args),

@@ -1,24 +1,8 @@
-//! The stallscope runner: command line, suites, the one driver, and the
-//! engines (libtorch, wgpu) with their experiments.
+//! The `stallscope` command: its command line ([`cli`]), one module per
+//! subcommand ([`commands`]) and the terminal reports ([`report`]), over the
+//! device-free core (`stallscope-core`) and the engines (`stallscope-torch`,
+//! `stallscope-wgpu`, `stallscope-peers`), each a crate of its own.
 
-pub mod bundle_file;
 pub mod cli;
 pub mod commands;
-pub mod cost;
-pub mod data;
-pub mod device;
-pub mod driver;
-pub mod engine;
-pub mod envinfo;
-pub mod experiments;
-pub mod feed;
-pub mod loader;
-pub mod models;
-pub mod peers;
-pub mod prefetch;
-pub mod ranks;
 pub mod report;
-pub mod shim;
-pub mod suite;
-pub mod train;
-pub mod wgpu_backend;

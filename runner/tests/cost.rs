@@ -13,11 +13,15 @@ mod util;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use stallscope::cost::{GpuTarget, Sampler, SamplerSpec};
-use stallscope::device::DeviceCtx;
-use stallscope::loader::{LoaderConfig, NativeFeed, Pinning, SourceSpec, WorkerKind};
-use stallscope::train::{CopyMode, EpochSlot, loader_only_epoch, run_epoch};
 use stallscope_bundle::{CpuCost, CpuPartKind, Run, TimingMode};
+use stallscope_core::cost::{GpuTarget, Sampler, SamplerSpec};
+use stallscope_core::measure::{EpochSlot, LoopError};
+use stallscope_loader::{LoaderConfig, SourceSpec, WorkerKind};
+use stallscope_torch::device::DeviceCtx;
+use stallscope_torch::experiments::native_feed::{NativeFeed, Pinning};
+use stallscope_torch::feed::Feed;
+use stallscope_torch::models::Trainer;
+use stallscope_torch::steps::{CopyMode, TorchSteps};
 use util::*;
 
 /// Measured CPU may be this much below the work (clock-tick rounding of
@@ -48,16 +52,16 @@ fn spec(rounds: u64) -> SourceSpec {
 
 /// Thread CPU-seconds one sample of `spec(rounds)` costs, here and now.
 fn per_sample_cpu_s(rounds: u64) -> f64 {
-    let source = stallscope::loader::open_source(&spec(rounds)).unwrap();
+    let source = stallscope_loader::open_source(&spec(rounds)).unwrap();
     let mut out = vec![0.0f32; 16];
     let mut times = Default::default();
-    let mut rng = stallscope::loader::rng::Rng::new(0);
+    let mut rng = stallscope_loader::rng::Rng::new(0);
     let n = 48;
-    let t0 = stallscope::loader::thread_usage();
+    let t0 = stallscope_loader::thread_usage();
     for i in 0..n {
         source.load(i, &mut rng, &mut out, &mut times).unwrap();
     }
-    let t1 = stallscope::loader::thread_usage();
+    let t1 = stallscope_loader::thread_usage();
     (t1.user_s + t1.system_s - t0.user_s - t0.system_s) / n as f64
 }
 
@@ -77,6 +81,40 @@ fn feed(rounds: u64, workers: usize, kind: WorkerKind, persistent: bool) -> Nati
         ..LoaderConfig::default()
     };
     NativeFeed::new(config, spec(rounds), Pinning::Off).unwrap()
+}
+
+/// One epoch of the loader alone through the one loop.
+fn loader_only_epoch(
+    f: &mut dyn Feed,
+    slot: EpochSlot,
+    stop: &AtomicBool,
+) -> Result<Run, LoopError> {
+    let ctx = DeviceCtx::cpu();
+    let mut steps = TorchSteps {
+        trainer: None,
+        feed: f,
+        ctx: &ctx,
+        copy: CopyMode::default(),
+    };
+    stallscope_core::measure::run_epoch(&mut steps, &slot, stop)
+}
+
+/// One training epoch through the one loop.
+fn run_epoch(
+    t: &mut Trainer,
+    f: &mut dyn Feed,
+    ctx: &DeviceCtx,
+    copy: CopyMode,
+    slot: EpochSlot,
+    stop: &AtomicBool,
+) -> Result<Run, LoopError> {
+    let mut steps = TorchSteps {
+        trainer: Some(t),
+        feed: f,
+        ctx,
+        copy,
+    };
+    stallscope_core::measure::run_epoch(&mut steps, &slot, stop)
 }
 
 fn slot(mode: TimingMode, epoch: u32) -> EpochSlot {
@@ -241,7 +279,7 @@ fn persistent_workers_are_counted_per_epoch_not_cumulatively() {
 #[test]
 fn a_training_epoch_on_the_cpu_records_cost_and_why_there_is_no_gpu_timeline() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    use stallscope::models::{ModelSpec, Trainer};
+    use stallscope_torch::models::ModelSpec;
     let stop = AtomicBool::new(false);
     let rounds = rounds_for_3ms() / 2;
     let ctx = DeviceCtx::cpu();
@@ -287,7 +325,7 @@ fn without_nvml_the_timeline_says_why_and_loses_nothing() {
     let n = tl.t_ms.len();
     assert!(n >= 1 && tl.host_cpu_cores.len() == n && tl.host_rss_bytes.len() == n);
     assert_eq!(tl.steps.last(), Some(&3));
-    match stallscope::cost::nvml::nvml() {
+    match stallscope_core::cost::nvml::nvml() {
         Err(why) => {
             assert_eq!(tl.gpu_not_available.as_deref(), Some(why.as_str()));
             assert!(why.contains("libnvidia-ml.so.1"), "{why}");

@@ -19,14 +19,14 @@ use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicBool;
 
-use stallscope::device::DeviceCtx;
-use stallscope::driver::NoProgress;
-use stallscope::engine::{Engine, RunOptions, run_plan, seeds};
-use stallscope::experiments::TorchEngine;
-use stallscope::suite::parse_suite;
-use stallscope::wgpu_backend::WgpuEngine;
 use stallscope_bundle::{parse_bundle, validate};
+use stallscope_core::driver::NoProgress;
+use stallscope_core::engine::{Engine, RunOptions, run_plan, seeds};
+use stallscope_core::suite::parse_suite;
 use stallscope_loader::rng::Rng;
+use stallscope_torch::device::DeviceCtx;
+use stallscope_torch::experiments::TorchEngine;
+use stallscope_wgpu::WgpuEngine;
 use util::{pick, subset};
 
 /// Samples: often tiny (1, fewer than a batch), sometimes a few batches.

@@ -40,7 +40,7 @@ pinned = [true]
 
 /// Live worker processes started by the runner with pid `parent`.
 fn loader_workers(parent: u32) -> Vec<u32> {
-    let tag = format!("{}={parent}", stallscope::loader::PARENT_ENV);
+    let tag = format!("{}={parent}", stallscope_loader::PARENT_ENV);
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
@@ -193,7 +193,7 @@ fn a_dying_worker_process_is_recorded_with_worker_and_sample_and_the_rest_is_kep
         "orphans: {:?}",
         loader_workers(pid)
     );
-    let prefix = format!("{}{pid}-", stallscope::loader::SEGMENT_PREFIX);
+    let prefix = format!("{}{pid}-", stallscope_loader::SEGMENT_PREFIX);
     let left: Vec<_> = std::fs::read_dir("/dev/shm")
         .unwrap()
         .flatten()

@@ -22,7 +22,7 @@ fn peers() -> Option<()> {
     }
     let py = std::env::var_os("STALLSCOPE_PYTHON")
         .map(std::path::PathBuf::from)
-        .or_else(stallscope::peers::python::cached_python)
+        .or_else(stallscope_peers::python::cached_python)
         .expect("a place for the peers' Python");
     assert!(
         py.exists(),

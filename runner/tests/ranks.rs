@@ -75,7 +75,7 @@ const RANK_VARS: &[&str] = &[
 fn venv_bin() -> PathBuf {
     let python = std::env::var_os("STALLSCOPE_PYTHON")
         .map(PathBuf::from)
-        .or_else(stallscope::peers::python::cached_python)
+        .or_else(stallscope_peers::python::cached_python)
         .expect("a place for the peers' Python");
     let bin = python
         .parent()
@@ -228,17 +228,97 @@ fn check_ranks(out: &Path, world: u32, launcher: &str) -> Vec<Bundle> {
         .collect()
 }
 
+/// A merged bundle (format 1.3): every configuration's ranks as columns,
+/// and its runs the job's, one per run of one rank.
 fn check_merged(m: &Bundle, world: u32, parts: &[Bundle]) {
     assert_eq!(m.ranks.len() as u32, world);
     assert_eq!(m.status.state, RunState::Complete);
-    let runs = |b: &Bundle| -> usize {
-        b.experiments
-            .iter()
-            .flat_map(|e| &e.configurations)
-            .map(|c| c.runs.len())
-            .sum()
-    };
-    assert_eq!(runs(m), parts.iter().map(runs).sum::<usize>());
+    for (ei, e) in m.experiments.iter().enumerate() {
+        for (ci, c) in e.configurations.iter().enumerate() {
+            let cols = c
+                .ranks
+                .as_ref()
+                .expect("a merged configuration has rank columns");
+            assert_eq!(cols.world, world, "{}/{}", e.id, c.id);
+            let one = parts[0].experiments[ei].configurations[ci].runs.len();
+            assert_eq!(c.runs.len(), one, "{}/{}: one job run per run", e.id, c.id);
+            assert!(c.runs.iter().all(|r| r.job.is_some()), "{}/{}", e.id, c.id);
+        }
+    }
+}
+
+/// The same suite as one process and as 2 ranks under torchrun: the merged
+/// bundle's job samples/s is the sum-based figure (all ranks' samples over
+/// the slowest rank's seconds), and `compare` prints the scaling efficiency
+/// with its split.
+#[test]
+fn a_job_of_two_ranks_is_compared_with_one_process() {
+    let _serial = serial();
+    let dir = temp_dir("scaling");
+    let suite = write_suite(dir.path(), "ranks.toml", SUITE);
+    let single = dir.path().join("single");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stallscope"));
+    let o = clean(&mut c)
+        .args(["run", suite.to_str().unwrap(), "--device", "cpu", "--out"])
+        .arg(&single)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = dir.path().join("ranks");
+    let o = torchrun(2, &suite, &out);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let parts = check_ranks(&out, 2, "torchrun");
+    let m = merge(&out);
+    for (ci, c) in m
+        .experiment("loader")
+        .unwrap()
+        .configurations
+        .iter()
+        .enumerate()
+    {
+        for run in c.runs.iter().filter(|r| r.whole_run.is_some()) {
+            let of = |b: &Bundle| {
+                let cfg = &b.experiment("loader").unwrap().configurations[ci];
+                let plain = run.id.strip_prefix("job-").expect("a job run's id");
+                let r = cfg.runs.iter().find(|x| x.id.ends_with(plain)).unwrap();
+                let w = r.whole_run.as_ref().unwrap();
+                (w.samples.unwrap(), w.seconds.unwrap())
+            };
+            let (samples, slowest) = parts
+                .iter()
+                .map(of)
+                .fold((0, 0.0f64), |(n, s), (m, t)| (n + m, s.max(t)));
+            let job = run.whole_run.as_ref().unwrap().samples_per_s.unwrap();
+            let want = samples as f64 / slowest;
+            assert!(
+                (job - want).abs() <= 1e-9 * want,
+                "{}: {job} vs {want}",
+                c.id
+            );
+        }
+    }
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stallscope"));
+    let o = clean(&mut c)
+        .arg("compare")
+        .arg(single.join("bundle.json"))
+        .arg(out.join("bundle.merged.json"))
+        .output()
+        .unwrap();
+    let printed = text(&o);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{printed}");
+    for want in [
+        "SCALING from 1 to 2 rank(s)",
+        "efficiency",
+        "data",
+        "comm",
+        "rest",
+    ] {
+        assert!(printed.contains(want), "{want:?} missing:\n{printed}");
+    }
+    assert!(
+        printed.lines().all(|l| l.chars().count() <= 100),
+        "{printed}"
+    );
 }
 
 #[test]
@@ -326,6 +406,67 @@ fn the_pytorch_engine_trains_ddp_across_ranks() {
     }
     let m = merge(&out);
     assert_eq!(m.ranks.len(), 2);
+}
+
+/// On the pytorch engine, a configuration whose harness fails on one rank
+/// only (as an out-of-memory error on one GPU would) is found by the other
+/// rank within seconds, not at the process group's timeout: its harness
+/// waits for the failed one in the collective and is stopped. The hook
+/// fails rank 1's harness in every configuration; each is found.
+#[test]
+fn a_harness_failing_on_one_rank_is_found_within_seconds() {
+    let _serial = serial();
+    let dir = temp_dir("peer-out-of-step");
+    let text_ = DDP_SUITE
+        .replace("rank_timeout_s = 60", "rank_timeout_s = 120")
+        .replace(
+            r#"engines = ["native", "pytorch"]"#,
+            r#"engines = ["pytorch"]"#,
+        )
+        .replace("workers = [0]", "workers = [0, 1]");
+    let suite = write_suite(dir.path(), "ddp.toml", &text_);
+    let out = dir.path().join("out");
+    let started = Instant::now();
+    let fault = [("STALLSCOPE_HARNESS_FAULT", "r1:exit@0:1")];
+    for c in slurm(2, free_port(), &suite, &out, &fault) {
+        let o = c.wait_with_output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "a failure is recorded: {}",
+            text(&o)
+        );
+    }
+    let took = started.elapsed();
+    // Two configurations, each would wait out the 120 s timeout unfound.
+    assert!(took < Duration::from_secs(90), "took {took:?}");
+    let b0 = valid_bundle(&out.join("bundle.rank-0.json"));
+    let b1 = valid_bundle(&out.join("bundle.rank-1.json"));
+    let (e0, e1) = (b0.experiment("ddp").unwrap(), b1.experiment("ddp").unwrap());
+    assert_eq!(e0.configurations.len(), 2);
+    for (c0, c1) in e0.configurations.iter().zip(&e1.configurations) {
+        let f1 = format!(
+            "{:?}",
+            c1.failure.as_ref().expect("rank 1's harness failed")
+        );
+        assert!(f1.contains("exit status: 3"), "{f1}");
+        let Some(Failure::CommTimeout {
+            missing_ranks,
+            timeout_s,
+            message,
+            ..
+        }) = &c0.failure
+        else {
+            panic!("rank 0 {}: {:?}", c0.id, c0.failure)
+        };
+        assert_eq!(missing_ranks, &[1], "{message}");
+        assert_eq!(*timeout_s, None, "found, not timed out: {message}");
+        assert!(
+            message.contains("went out of step") && message.contains("rank 1"),
+            "{message}"
+        );
+    }
+    merge(&out);
 }
 
 /// The wgpu engine (lavapipe here) meets the other ranks every step too.

@@ -5,10 +5,11 @@
 //! the seeds/000 generator must give libtorch, the loader and wgpu the same
 //! floats.
 
-use stallscope::data::tensor_data;
-use stallscope::feed::{Feed, InLoopConfig, InLoopLoader, Order};
-use stallscope::loader::{LoaderConfig, NativeFeed, Pinning, SourceSpec, WorkerKind};
 use stallscope_loader::{Loader, Sampler};
+use stallscope_loader::{LoaderConfig, SourceSpec, WorkerKind};
+use stallscope_torch::data::tensor_data;
+use stallscope_torch::experiments::native_feed::{NativeFeed, Pinning};
+use stallscope_torch::feed::{Feed, InLoopConfig, InLoopLoader, Order};
 
 const SAMPLES: usize = 200;
 const FEATURES: usize = 6;
@@ -103,13 +104,9 @@ fn every_engine_and_worker_kind_sees_the_same_batches() {
 
     // wgpu's in-loop path draws its data and order from the same generator
     // and sampler.
-    let (x, y) = stallscope::wgpu_backend::generate_data(
-        SAMPLES as u32,
-        FEATURES as u32,
-        CLASSES as u32,
-        SEED,
-    );
-    let order = stallscope::feed::epoch_indices(
+    let (x, y) =
+        stallscope_wgpu::generate_data(SAMPLES as u32, FEATURES as u32, CLASSES as u32, SEED);
+    let order = stallscope_torch::feed::epoch_indices(
         Order::Shuffled { seed: SHUFFLE },
         SAMPLES,
         BATCH,

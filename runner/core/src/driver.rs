@@ -168,7 +168,13 @@ pub fn drive(
                     save(bundle);
                     return Outcome::Interrupted;
                 }
-                Step::Failed => failures += 1,
+                Step::Failed => {
+                    failures += 1;
+                    let config = &bundle.experiments[exp_index].configurations[ci];
+                    if let Some(f) = &config.failure {
+                        crate::ranks::unit_failed(f);
+                    }
+                }
                 Step::Done => {}
             }
             save(bundle);
@@ -297,8 +303,7 @@ pub fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
 
 /// Drive one experiment alone (no suite, no file, no Ctrl-C): its skeleton
 /// filled in. For engines' own tests.
-#[cfg(test)]
-pub(crate) fn drive_alone(driven: &mut dyn Driven, repeats: u32) -> (Experiment, Outcome) {
+pub fn drive_alone(driven: &mut dyn Driven, repeats: u32) -> (Experiment, Outcome) {
     let stop = AtomicBool::new(false);
     let cx = UnitCtx {
         stop: &stop,

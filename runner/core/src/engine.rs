@@ -29,9 +29,14 @@ pub trait Engine {
     fn title_suffix(&self) -> &str {
         ""
     }
-    /// Notes for the bundle about how this engine measured.
+    /// Notes for the bundle about how this engine measured (by default
+    /// the one loop's: whether each epoch's host peak is its own).
     fn notes(&self) -> Vec<String> {
-        Vec::new()
+        let mut notes: Vec<String> = crate::host::peak_rss_note().into_iter().collect();
+        if crate::ranks::barrier_active() {
+            notes.push(crate::ranks::SYNCED_BARRIER_NOTE.into());
+        }
+        notes
     }
     /// The experiment of a plan entry as this engine runs it; its skeleton
     /// carries `not_applicable` (with the reason) when it cannot.

@@ -4,24 +4,25 @@
 
 use stallscope_bundle::{Configuration, ParamValue};
 
-use super::WorkerKind;
+use stallscope_loader::{LoaderConfig, Sampler, WorkerKind};
+
 use crate::suite::{EngineName, LoaderPlan, MpContext};
 
 /// One loader configuration of a sweep.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Point {
-    pub(crate) engine: EngineName,
+pub struct Point {
+    pub engine: EngineName,
     /// Native: threads or processes; pytorch: DataLoader worker processes;
     /// spdl: the concurrency of its per-sample stage (on its thread pool,
     /// or a process pool with `kind` processes).
-    pub(crate) workers: usize,
-    pub(crate) kind: WorkerKind,
-    pub(crate) prefetch: usize,
-    pub(crate) persistent: bool,
-    pub(crate) pinned: bool,
+    pub workers: usize,
+    pub kind: WorkerKind,
+    pub prefetch: usize,
+    pub persistent: bool,
+    pub pinned: bool,
     /// The DataLoader's start method (pytorch with workers only).
-    pub(crate) context: MpContext,
-    pub(crate) to_device: bool,
+    pub context: MpContext,
+    pub to_device: bool,
 }
 
 const NO_WORKERS: &str =
@@ -38,7 +39,7 @@ const SPDL_NO_CONTEXT: &str =
 /// Every point of a loader sweep, in the suite's order: engine, workers,
 /// pinned, device prefetch, then each engine's own knobs. At workers 0
 /// only `pinned` varies; SPDL needs a concurrency of at least 1.
-pub(crate) fn points(lp: &LoaderPlan) -> Vec<Point> {
+pub fn points(lp: &LoaderPlan) -> Vec<Point> {
     let mut out = Vec::new();
     for &engine in &lp.engines {
         for &workers in &lp.workers {
@@ -116,14 +117,14 @@ pub(crate) fn points(lp: &LoaderPlan) -> Vec<Point> {
 }
 
 /// Whether a plan's engine is a swept dimension (any peer named).
-pub(crate) fn engine_swept(lp: &LoaderPlan) -> bool {
+pub fn engine_swept(lp: &LoaderPlan) -> bool {
     lp.engines != [EngineName::Native]
 }
 
 /// The swept knobs of a plan: `workers` (the charts' x axis), `engine`
 /// when a peer is named (one series per engine), then each knob with more
 /// than one value.
-pub(crate) fn swept_knobs(lp: &LoaderPlan) -> Vec<String> {
+pub fn swept_knobs(lp: &LoaderPlan) -> Vec<String> {
     let mut swept = vec!["workers".to_string()];
     if engine_swept(lp) {
         swept.push("engine".into());
@@ -144,7 +145,7 @@ pub(crate) fn swept_knobs(lp: &LoaderPlan) -> Vec<String> {
 }
 
 /// The configuration id of a point (native ids are those of format 1.0).
-pub(crate) fn point_id(p: Point) -> String {
+pub fn point_id(p: Point) -> String {
     let ptd = if p.to_device { "-ptd1" } else { "" };
     match (p.engine, p.workers) {
         (EngineName::Native, 0) => format!("w0-pin{}{ptd}", p.pinned as u8),
@@ -171,7 +172,7 @@ pub(crate) fn point_id(p: Point) -> String {
 }
 
 /// A label that names what differs between the configurations.
-pub(crate) fn label(p: Point, lp: &LoaderPlan, pin_note: Option<&str>) -> String {
+pub fn label(p: Point, lp: &LoaderPlan, pin_note: Option<&str>) -> String {
     let mut parts = Vec::new();
     if engine_swept(lp) {
         parts.push(p.engine.as_str().to_string());
@@ -217,7 +218,7 @@ pub(crate) fn label(p: Point, lp: &LoaderPlan, pin_note: Option<&str>) -> String
 /// The bundle configuration of a point: every swept knob has a value or
 /// the reason it does not apply; `unavailable` is why the point's engine
 /// cannot run here (no Python peers).
-pub(crate) fn configuration(
+pub fn configuration(
     lp: &LoaderPlan,
     p: Point,
     pin_note: Option<&str>,
@@ -291,4 +292,27 @@ pub(crate) fn configuration(
         c = c.with_param("prefetch_to_device", p.to_device);
     }
     c
+}
+
+/// The loader's knobs at one point of a plan, for every engine: the
+/// sampler (shuffled from `shuffle_seed` when asked), batch, workers.
+pub fn loader_config(lp: &LoaderPlan, p: Point, shuffle_seed: u64) -> LoaderConfig {
+    LoaderConfig {
+        batch_size: lp.batch_size,
+        drop_last: lp.drop_last,
+        sampler: if lp.shuffle {
+            Sampler::Shuffled { seed: shuffle_seed }
+        } else {
+            Sampler::Sequential
+        },
+        workers: p.workers,
+        kind: p.kind,
+        prefetch: p.prefetch.max(1),
+        persistent: p.persistent,
+        in_order: lp.in_order,
+        on_bad_sample: lp.on_bad_sample,
+        seed: shuffle_seed,
+        fault: None,
+        worker_program: None,
+    }
 }

@@ -38,6 +38,9 @@ mod tests {
         assert!(high >= 64 << 20, "{high}");
         assert!(super::reset_peak_rss(), "/proc/self/clear_refs refused");
         let after = super::peak_rss_bytes().unwrap();
-        assert!(after + (32 << 20) < high, "{after} after a reset, {high} before");
+        assert!(
+            after + (32 << 20) < high,
+            "{after} after a reset, {high} before"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! The models and optimizers as plain data: what a suite names and a bundle
 //! records (name, input shape, classes, parameter count), with no tensor
-//! library. The libtorch engine builds them (`crate::models`); the wgpu
+//! library. The libtorch engine builds them (`stallscope_torch::models`); the wgpu
 //! engine and the peers' harness build the same architectures.
 
 /// Which model, with the shape of its input.
@@ -93,4 +93,3 @@ impl OptimizerSpec {
         }
     }
 }
-

@@ -16,8 +16,8 @@ use stallscope_bundle::{Failure, Memory, Phase, Run, StepSeries, TimingMode, Who
 
 use super::protocol::{EpochLine, Hello, Line, decode};
 use super::{PeerUnit, python};
-use crate::driver::UnitError;
-use crate::train::diagnostic_from_series;
+use stallscope_bundle::analysis::diagnostic_from_series;
+use stallscope_core::driver::UnitError;
 
 /// Lines of the harness's stderr kept for messages.
 const STDERR_LINES: usize = 12;
@@ -97,7 +97,7 @@ pub fn run(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
     progress_next(0);
     // The harness tree's CPU counters at the last line (hello or epoch): an
     // epoch's cost is what the tree used from the line before it to its own.
-    let mut tree_mark: Option<crate::cost::tree::TreeSnapshot> = None;
+    let mut tree_mark: Option<stallscope_core::cost::tree::TreeSnapshot> = None;
     // The sampler of the next epoch's window, when that one is whole-run.
     let mut timeline: Option<super::timeline::EpochTimeline> = None;
     let next_timeline = |k: usize| {
@@ -108,7 +108,7 @@ pub fn run(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
         if u.stop.load(Ordering::Relaxed) {
             // Ranks: the others learn of the stop before this harness leaves
             // their collective (else they would record its absence as an error).
-            crate::ranks::announce_stop();
+            stallscope_core::ranks::announce_stop();
             kill(&mut child);
             return Err(UnitError::Interrupted);
         }
@@ -118,7 +118,14 @@ pub fn run(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
             Err(RecvTimeoutError::Timeout) => {
                 // Ranks: another rank's stop sets ours (its harness has gone,
                 // so this one would wait in the collective until the timeout).
-                crate::ranks::another_rank_stopped();
+                stallscope_core::ranks::another_rank_stopped();
+                // Another rank's harness failed in this unit: this one waits
+                // for it in the collective; stop it now, not at the timeout.
+                let at = format!("{name} harness, after {n} lines");
+                if let Some(f) = stallscope_core::ranks::unit_failed_elsewhere(&at) {
+                    kill(&mut child);
+                    return Err(UnitError::Recorded(Box::new(f)));
+                }
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => break None,
@@ -149,13 +156,13 @@ pub fn run(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
                     break Some(error(format!("{name} harness: line {n}: {m}")));
                 }
                 reading.hello = Some(h);
-                tree_mark = Some(crate::cost::tree::TreeSnapshot::take(child.id()));
+                tree_mark = Some(stallscope_core::cost::tree::TreeSnapshot::take(child.id()));
                 timeline = next_timeline(0);
             }
             Ok(Line::Epoch(e)) => {
                 // The tree first: right after its line the harness may shut
                 // its persistent workers down.
-                let now = crate::cost::tree::TreeSnapshot::take(child.id());
+                let now = stallscope_core::cost::tree::TreeSnapshot::take(child.id());
                 let k = reading.runs.len();
                 let want = expected.get(k);
                 if reading.hello.is_none() || want != Some(&(mode(&e.mode), e.epoch)) {
@@ -173,7 +180,8 @@ pub fn run(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
                 reading.runs.push(to_run(&e, u.repeat));
                 let sampled = timeline.take().map(super::timeline::EpochTimeline::finish);
                 if let (Some(run), Some(before)) = (reading.runs.last_mut(), &tree_mark) {
-                    let cost = crate::cost::tree::tree_cost(before, &now, e.samples, "harness");
+                    let cost =
+                        stallscope_core::cost::tree::tree_cost(before, &now, e.samples, "harness");
                     run.cost = Some(cost);
                     if let Some(m) = run.memory.as_mut() {
                         m.workers_peak_rss_bytes =
@@ -246,6 +254,9 @@ pub fn run(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
     if failure.is_some() && stopped_too(u.stop, status) {
         return Err(UnitError::Interrupted);
     }
+    // Ranks: a harness that lost its partner (Gloo's connection reset, or
+    // NCCL's error) failed of another rank's failure: record that one.
+    let failure = failure.map(|f| failed_with_another_rank(f, name));
     match failure {
         None => Ok(reading.runs),
         Some(f) if reading.runs.is_empty() => Err(UnitError::Recorded(Box::new(f))),
@@ -270,9 +281,44 @@ fn stopped_too(stop: &AtomicBool, status: Option<std::process::ExitStatus>) -> b
             return true;
         }
         if std::time::Instant::now() >= until {
-            return crate::ranks::another_rank_stopped_now();
+            return stallscope_core::ranks::another_rank_stopped_now();
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A harness failure on a ranked run: when another rank announces (within
+/// 3 s) that its run of this unit failed, the failure is that one,
+/// with this harness's own error appended; else it stands.
+fn failed_with_another_rank(own: Failure, name: &str) -> Failure {
+    if !stallscope_core::ranks::barrier_active() {
+        return own;
+    }
+    let until = std::time::Instant::now() + Duration::from_secs(3);
+    let at = format!("the {name} harness's collective");
+    loop {
+        if let Some(Failure::CommTimeout {
+            operation,
+            timeout_s,
+            missing_ranks,
+            message,
+        }) = stallscope_core::ranks::unit_failed_elsewhere_now(&at)
+        {
+            let mine = match &own {
+                Failure::Error { message } => message.clone(),
+                other => format!("{other:?}"),
+            };
+            return Failure::CommTimeout {
+                operation,
+                timeout_s,
+                missing_ranks,
+                message: format!("{message} (this rank's harness: {mine})"),
+            };
+        }
+        if std::time::Instant::now() >= until {
+            return own;
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

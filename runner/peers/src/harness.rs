@@ -1,13 +1,16 @@
-//! The harness package embedded in the runner, written once into the cache
-//! (keyed by a hash of its text) so the runner works from any folder;
-//! `$STALLSCOPE_HARNESS_DIR` points at a checkout's `python/` instead.
+//! The Python packages embedded in the runner (the peers harness,
+//! `stallscope_peer`, and the job instrumentation, `stallscope_job`),
+//! written once into the cache (keyed by a hash of their text) so the runner
+//! works from any folder; `$STALLSCOPE_HARNESS_DIR` points at a checkout's
+//! `python/` instead.
 
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 
 include!(concat!(env!("OUT_DIR"), "/harness_files.rs"));
 
-/// The folder to put on `PYTHONPATH` (it holds `stallscope_peer/`).
+/// The folder to put on `PYTHONPATH` (it holds `stallscope_peer/` and
+/// `stallscope_job/`).
 pub fn dir() -> Result<PathBuf, String> {
     if let Some(d) = std::env::var_os("STALLSCOPE_HARNESS_DIR").filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(d));
@@ -24,22 +27,27 @@ pub fn dir() -> Result<PathBuf, String> {
         .unwrap_or_else(std::env::temp_dir)
         .join("harness")
         .join(format!("{:016x}", h.finish()));
-    let pkg = root.join("stallscope_peer");
     if FILES
         .iter()
-        .all(|(name, text)| std::fs::read_to_string(pkg.join(name)).is_ok_and(|t| t == *text))
+        .all(|(name, text)| std::fs::read_to_string(root.join(name)).is_ok_and(|t| t == *text))
     {
         return Ok(root);
     }
-    let fail =
-        |e: std::io::Error| format!("cannot write the peers harness into {}: {e}", pkg.display());
+    let fail = |e: std::io::Error| {
+        format!(
+            "cannot write the peers harness into {}: {e}",
+            root.display()
+        )
+    };
     // Written into a temporary folder and renamed, so a half-written
     // package is never run.
     let tmp = root.with_extension(format!("tmp{}", std::process::id()));
-    let tmp_pkg = tmp.join("stallscope_peer");
-    std::fs::create_dir_all(&tmp_pkg).map_err(fail)?;
     for (name, text) in FILES {
-        std::fs::write(tmp_pkg.join(name), text).map_err(fail)?;
+        let path = tmp.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(fail)?;
+        }
+        std::fs::write(path, text).map_err(fail)?;
     }
     let _ = std::fs::remove_dir_all(&root);
     if std::fs::rename(&tmp, &root).is_err() {

@@ -13,10 +13,10 @@ use std::sync::atomic::AtomicBool;
 
 use serde_json::json;
 
-use crate::driver::{Progress, UnitError};
-use crate::models::ModelSpec;
-use crate::suite::EngineName;
 use stallscope_bundle::Run;
+use stallscope_core::driver::{Progress, UnitError};
+use stallscope_core::model_spec::ModelSpec;
+use stallscope_core::suite::EngineName;
 
 pub use protocol::{LoaderRequest, Request};
 

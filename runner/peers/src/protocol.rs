@@ -76,6 +76,12 @@ pub struct Hello {
     pub torch: String,
     pub torchvision: Option<String>,
     pub spdl: Option<String>,
+    /// DALI's version (the `dali` engine only).
+    #[serde(default)]
+    pub dali: Option<String>,
+    /// torchdata's version (the `nodes` engine only).
+    #[serde(default)]
+    pub torchdata: Option<String>,
     pub parameters: u64,
     pub samples: u64,
     pub sample_shape: Vec<u64>,
@@ -115,6 +121,24 @@ pub struct EpochLine {
 pub struct ErrorLine {
     pub stage: String,
     pub message: String,
+    /// The engine's package is not installed: which, and the command that
+    /// installs it.
+    #[serde(default)]
+    pub missing: Option<MissingPackage>,
+    /// The request asks for what this engine cannot do (the configuration
+    /// is not applicable, with the message as the reason).
+    #[serde(default)]
+    pub not_applicable: Option<bool>,
+}
+
+/// An engine's package the harness's Python lacks.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MissingPackage {
+    pub package: String,
+    pub version: String,
+    pub module: String,
+    pub install: String,
 }
 
 /// One line of the reply.

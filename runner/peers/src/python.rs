@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::suite::EngineName;
+use stallscope_core::suite::EngineName;
 
 /// The command that installs the peers environment.
 pub const INSTALL: &str = "cargo xtask setup --peers";

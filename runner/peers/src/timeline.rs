@@ -8,7 +8,7 @@
 
 use stallscope_bundle::{Timeline, TimingMode};
 
-use crate::cost::{GpuTarget, INTERVAL, Sampler, SamplerSpec, timeline_enabled};
+use stallscope_core::cost::{GpuTarget, INTERVAL, Sampler, SamplerSpec, timeline_enabled};
 
 /// The sampler of one epoch's window, or why it did not start.
 pub struct EpochTimeline(Result<Sampler, String>);

@@ -11,21 +11,22 @@ use anyhow::{Context, bail};
 use serde_json::json;
 
 use crate::cli::BareImagesArgs;
-use crate::loader::images::ImageDirSource;
-use crate::loader::{JpegDecoder, Source, SourceSpec, bare};
-use crate::suite::{ExperimentSpec, load};
+use stallscope_core::suite::{ExperimentSpec, load};
+use stallscope_loader::images::ImageDirSource;
+use stallscope_loader::{JpegDecoder, Source, SourceSpec, bare};
 
 pub fn run(args: &BareImagesArgs) -> anyhow::Result<ExitCode> {
     let plan = load(Some(&args.suite), None, false)?;
-    let seeds = crate::engine::seeds(&plan);
+    let seeds = stallscope_core::engine::seeds(&plan);
     let mut chosen = None;
     for e in &plan.experiments {
         if args.experiment.as_ref().is_some_and(|id| *id != e.id) {
             continue;
         }
         if let ExperimentSpec::Loader(lp) = &e.spec {
-            let (spec, what) = crate::loader::source_plan::source_spec(lp, seeds.data, None)
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let (spec, what) =
+                stallscope_torch::experiments::source_plan::source_spec(lp, seeds.data, None)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
             if let Some(SourceSpec::Images(img)) = spec {
                 chosen = Some((e.id.clone(), img, what));
                 break;

@@ -1,15 +1,16 @@
 //! `stallscope compare BASE NEW`: whole-run throughput side by side, in the
 //! manner of torch.utils.benchmark.Compare; exit 1 when NEW is slower than
 //! BASE beyond the threshold on any configuration (for CI gating), exit 2
-//! when a bundle cannot be read.
+//! when a bundle cannot be read. A merged bundle is compared as its job;
+//! bundles of different world sizes add their scaling efficiency.
 
 use std::process::ExitCode;
 
-use stallscope_bundle::analysis::compare_bundles;
+use stallscope_bundle::analysis::{compare_bundles, compare_scaling};
 
-use crate::bundle_file;
 use crate::cli::CompareArgs;
 use crate::report;
+use stallscope_core::bundle_file;
 
 pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
@@ -36,15 +37,16 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.output.style()
     };
+    let scaling = compare_scaling(&base, &new);
     print!(
         "{}",
-        report::render_comparison(&c, &args.base, &args.new, style)
+        report::render_comparison_with_scaling(&c, scaling.as_ref(), &args.base, &args.new, style)
     );
     let regressions = c.regressions();
     if regressions.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!(
+        let message = format!(
             "{} configuration(s) slower than BASE by more than {}% in whole-run throughput: {}",
             regressions.len(),
             args.threshold,
@@ -53,6 +55,10 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
                 .map(|(e, r)| format!("{}/{}", e.experiment_id, r.config_id))
                 .collect::<Vec<_>>()
                 .join(", ")
+        );
+        eprint!(
+            "{}",
+            report::text::wrap(&message, "", "  ", report::text::WIDTH)
         );
         Ok(ExitCode::from(1))
     }

@@ -4,8 +4,8 @@
 use std::process::ExitCode;
 
 use crate::cli::EnvArgs;
-use crate::device::{DeviceCtx, DeviceRequest};
-use crate::envinfo;
+use stallscope_torch::device::{DeviceCtx, DeviceRequest};
+use stallscope_torch::environment as envinfo;
 
 pub fn run(args: &EnvArgs) -> anyhow::Result<ExitCode> {
     let request: DeviceRequest = args.device.parse()?;

@@ -1,16 +1,20 @@
 //! `stallscope merge DIR`: read every per-rank bundle (`*.rank-R.json`) of a
 //! folder, in parallel threads, and write the one merged bundle
 //! (`stallscope_bundle::merge`) to `DIR/bundle.merged.json` or `--out`,
-//! without indentation (a third of the size, within the viewer's limit).
+//! without indentation, in format 1.3's shape (`merge::compact`): the job's
+//! runs and the ranks' summary column-wise in the bundle, every rank's
+//! per-step series in sidecar files (`*.ssrs`) beside it, each written
+//! atomically before the bundle that names them.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use stallscope_bundle::merge::{Compacted, compact};
 use stallscope_bundle::{Bundle, RunState};
 
-use crate::bundle_file::{self, write_atomic_compact};
 use crate::cli::MergeArgs;
+use stallscope_core::bundle_file::{self, write_atomic_compact};
 
 /// The rank a per-rank bundle's file name carries: `X.rank-R.json` → R.
 pub fn rank_of_file(name: &str) -> Option<u32> {
@@ -67,6 +71,24 @@ fn read_all(files: &[(u32, PathBuf)]) -> anyhow::Result<Vec<Bundle>> {
         .collect()
 }
 
+/// Write `bytes` to `path` through a temporary file in its folder, synced
+/// and renamed (a sidecar is binary: written as is, no newline added).
+fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("sidecar");
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
 pub fn run(args: &MergeArgs) -> anyhow::Result<ExitCode> {
     let files = rank_files(&args.dir)?;
     if files.is_empty() {
@@ -99,6 +121,22 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| args.dir.join("bundle.merged.json"));
+    let Compacted {
+        bundle: merged,
+        sidecars,
+    } = compact(merged);
+    // The sidecars first: the bundle never names a file not written yet.
+    let folder = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    let mut sidecar_bytes = 0u64;
+    for (name, bytes) in &sidecars {
+        let path = folder.join(name);
+        write_bytes_atomic(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        sidecar_bytes += bytes.len() as u64;
+    }
     write_atomic_compact(&out, &merged).with_context(|| format!("writing {}", out.display()))?;
     let state = match merged.status.state {
         RunState::Complete => "complete",
@@ -109,6 +147,13 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitCode> {
         merged.ranks.len(),
         out.display()
     );
+    if !sidecars.is_empty() {
+        println!(
+            "  with {} sidecar file(s) of per-rank steps beside it, {:.1} MB",
+            sidecars.len(),
+            sidecar_bytes as f64 / 1e6
+        );
+    }
     if let Some(m) = &merged.status.message {
         println!(
             "{}",

@@ -2,6 +2,7 @@
 pub mod bare;
 pub mod compare;
 pub mod env;
+pub mod job;
 pub mod merge;
 pub mod report;
 pub mod run;

@@ -5,9 +5,9 @@
 
 use std::process::ExitCode;
 
-use crate::bundle_file;
 use crate::cli::ReportArgs;
 use crate::report;
+use stallscope_core::bundle_file;
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let bundle = match bundle_file::read(&args.bundle) {

@@ -12,13 +12,15 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use stallscope_bundle::{Bundle, TimingMode};
 
 use crate::cli::RunArgs;
-use crate::device::{DeviceCtx, DeviceRequest};
-use crate::driver::Progress;
-use crate::engine::{self, Engine, Finished, RunOptions, run_plan};
-use crate::experiments::TorchEngine;
+use crate::report;
 use crate::report::text;
-use crate::wgpu_backend::WgpuEngine;
-use crate::{envinfo, report, suite};
+use stallscope_core::driver::Progress;
+use stallscope_core::engine::{self, Engine, Finished, RunOptions, run_plan};
+use stallscope_core::suite;
+use stallscope_torch::device::{DeviceCtx, DeviceRequest};
+use stallscope_torch::environment as envinfo;
+use stallscope_torch::experiments::TorchEngine;
+use stallscope_wgpu::WgpuEngine;
 
 /// Set by Ctrl-C; checked between steps.
 pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
@@ -83,19 +85,26 @@ fn progress_message(
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let plan = suite::load(args.suite.as_deref(), args.preset.as_deref(), args.quick)?;
     // Ranks (torchrun, srun): this rank's share, and every rank joined.
-    let flags = crate::ranks::MasterFlags {
+    let flags = stallscope_core::ranks::MasterFlags {
         addr: args.master_addr.clone(),
         port: args.master_port,
     };
-    let layout = crate::ranks::detect(&flags).context("reading the launcher's rank variables")?;
+    let layout =
+        stallscope_core::ranks::detect(&flags).context("reading the launcher's rank variables")?;
     let local_rank = layout.as_ref().map(|l| l.local_rank);
     // Before joining: a stop while the ranks meet is one message, not a kill.
     install_ctrlc()?;
     if let Some(layout) = layout {
-        crate::ranks::start(layout, &plan.ranks, &STOP).map_err(anyhow::Error::msg)?;
+        stallscope_core::ranks::start(
+            layout,
+            &plan.ranks,
+            &STOP,
+            &stallscope_torch::shim::store::open_tcp_store,
+        )
+        .map_err(anyhow::Error::msg)?;
     }
     if let Some(p) = &args.python {
-        crate::peers::python::set_python(p.clone());
+        stallscope_peers::python::set_python(p.clone());
     }
     // The engine: wgpu, or libtorch on the device asked for.
     let wgpu;
@@ -113,6 +122,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             // Each rank on its own GPU (cuda:LOCAL_RANK) when CUDA is present.
             (DeviceRequest::Auto, Some(n)) => {
                 DeviceCtx::for_local_rank(n, args.libtorch.as_deref())
+            }
+            // `--device cuda` under a launcher: this rank's GPU, strictly.
+            (DeviceRequest::CudaLocal, Some(n)) => {
+                DeviceCtx::open(DeviceRequest::Cuda(n), args.libtorch.as_deref())?
             }
             _ => DeviceCtx::open(request, args.libtorch.as_deref())?,
         };
@@ -141,7 +154,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     let finished = run_plan(&plan, engine, &options);
     bar.finish_and_clear();
-    crate::ranks::finish();
+    stallscope_core::ranks::finish();
     let Finished {
         bundle,
         path,
@@ -149,7 +162,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         interrupted,
     } = finished?;
     // Ranks: rank 0 prints the report; the others only where their bundle is.
-    match crate::ranks::current().map(|r| (r.layout.rank, r.layout.world_size)) {
+    match stallscope_core::ranks::current().map(|r| (r.layout.rank, r.layout.world_size)) {
         None | Some((0, 1)) => print_report(&bundle, &path, args.output.style()),
         Some((0, world)) => {
             // Its figures are rank 0's share of the job, and say so.
@@ -190,7 +203,7 @@ pub(crate) fn exit_code(interrupted: bool, failures: usize) -> ExitCode {
 
 /// First Ctrl-C (or SIGTERM, SIGHUP: what torchrun and Slurm send first):
 /// stop after the current step and write a partial bundle; under ranks the
-/// others stop with it (`crate::ranks`). Second: exit at once.
+/// others stop with it (`stallscope_core::ranks`). Second: exit at once.
 pub(crate) fn install_ctrlc() -> anyhow::Result<()> {
     let result = ctrlc::set_handler(|| {
         if STOP.swap(true, Ordering::SeqCst) {

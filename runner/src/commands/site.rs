@@ -124,6 +124,16 @@ pub fn write_site(bundles: &[PathBuf], out: &Path) -> Result<SiteIndex, SiteErro
             bytes: bytes.len(),
         });
         contents.push((file, bytes));
+        // A merged bundle's per-rank step series (format 1.3) travel beside
+        // it: the viewer fetches them next to the bundle.
+        for name in sidecars(&bundle) {
+            let from = path.parent().unwrap_or(Path::new(".")).join(&name);
+            let data = std::fs::read(&from).map_err(|error| SiteError::Read {
+                file: from.clone(),
+                error,
+            })?;
+            contents.push((format!("bundles/{name}"), data));
+        }
     }
     prepare_out_dir(out)?;
     for (name, data) in WEB_DIST {
@@ -140,6 +150,18 @@ pub fn write_site(bundles: &[PathBuf], out: &Path) -> Result<SiteIndex, SiteErro
     let json = serde_json::to_vec_pretty(&index).expect("the index always serializes");
     write(&out.join(SITE_INDEX), &json)?;
     Ok(index)
+}
+
+/// The sidecar files a merged bundle names (plain file names, checked by
+/// validation).
+fn sidecars(bundle: &stallscope_bundle::Bundle) -> Vec<String> {
+    bundle
+        .experiments
+        .iter()
+        .flat_map(|e| &e.configurations)
+        .filter_map(|c| c.ranks.as_ref())
+        .flat_map(|r| r.sidecars.iter().map(|s| s.file.clone()))
+        .collect()
 }
 
 /// Create `out`, or clear the bundles of a previous site there; refuse a

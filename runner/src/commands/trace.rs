@@ -8,8 +8,8 @@ use anyhow::Context;
 use serde_json::{Value, json};
 use stallscope_bundle::{Bundle, StepSeries};
 
-use crate::bundle_file;
 use crate::cli::TraceArgs;
+use stallscope_core::bundle_file;
 
 /// Stage names in step order, with their thread id in the trace.
 const STAGES: [&str; 3] = ["next_wait", "transfer", "compute"];

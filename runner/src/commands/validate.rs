@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-use crate::bundle_file;
 use crate::cli::ValidateArgs;
+use stallscope_core::bundle_file;
 
 pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let mut bad = 0usize;

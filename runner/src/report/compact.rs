@@ -28,6 +28,20 @@ pub fn render_bundle_compact(b: &Bundle) -> String {
         ));
         out.push('\n');
     }
+    if !b.ranks.is_empty() {
+        out.push_str(&wrap(
+            &format!(
+                "MERGED job of {} ranks: the tables give the job's figures (every rank's samples ÷ \
+                 the slowest rank's epoch, the slowest rank's step); each configuration's ranks \
+                 follow its experiment.",
+                b.ranks.len()
+            ),
+            "",
+            "  ",
+            WIDTH,
+        ));
+        out.push('\n');
+    }
     for e in &b.experiments {
         out.push_str(&render_experiment(e));
         out.push_str(&render_ranks(b, e));

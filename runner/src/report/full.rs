@@ -246,6 +246,7 @@ fn ranks_json(b: &Bundle, e: &Experiment) -> Vec<serde_json::Value> {
         .map(|(c, a)| {
             serde_json::json!({
                 "configuration": c.id,
+                "job": super::ranks::job_json(c, a.phase),
                 "phase": a.phase.as_str(),
                 "step_timing_mode": a.step_mode.as_ref().map(TimingMode::as_str),
                 "imbalance": a.imbalance,

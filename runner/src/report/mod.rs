@@ -2,18 +2,21 @@
 //! `run` at its end and by `report`) and the two-bundle comparison (printed
 //! by `compare`), compact within 100 columns by default, or in full as
 //! aligned text (`--wide`), Markdown, CSV or JSON. No figure is computed
-//! here: everything comes from `stallscope_bundle::analysis`.
+//! here: everything comes from `stallscope_bundle::analysis`. A merged
+//! bundle is shown as its job (`merge::job_view`), with its ranks below.
 
 mod compact;
 mod comparison;
 mod full;
 mod ranks;
+mod scaling;
 pub mod text;
 
 pub use compact::{render_bundle_compact, render_comparison_compact, render_experiment};
 pub use comparison::*;
 pub use full::*;
 pub use ranks::{render_cost_table, render_rank_analysis, render_ranks};
+pub use scaling::render_comparison_with_scaling;
 
 use stallscope_bundle::Bundle;
 
@@ -31,6 +34,8 @@ pub enum Style {
 
 /// A bundle's report in a style (JSON pretty-printed), ending with a newline.
 pub fn render_bundle(b: &Bundle, style: Style) -> String {
+    // A merged bundle of format 1.2 is read as its job, as 1.3 is written.
+    let b = &*stallscope_bundle::merge::job_view(b);
     match style {
         Style::Compact => render_bundle_compact(b),
         Style::Wide => render_bundle_wide(b),

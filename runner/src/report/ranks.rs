@@ -1,12 +1,13 @@
-//! The per-rank section of a merged bundle's report and the cost table of
-//! an experiment, within 100 columns; every figure is shared's
-//! (`analysis::rank_analysis_in`, `analysis::cost_columns`).
+//! The per-rank section of a merged bundle's report (the job's figures,
+//! then each rank's) and the cost table of an experiment, within 100
+//! columns; every figure is shared's (`analysis::job_summary`,
+//! `analysis::rank_analysis_in`, `analysis::cost_columns`).
 
 use stallscope_bundle::analysis::{
-    RankAnalysis, TableOptions, comparison_table, cost_columns, group_thousands, preferred_phase,
-    rank_analysis_in, show_percent, show_ratio,
+    Quantity, RankAnalysis, TableOptions, Unit, comparison_table, cost_columns, group_thousands,
+    job_summary, preferred_phase, rank_analysis_in, show_percent, show_ratio,
 };
-use stallscope_bundle::{Bundle, Experiment, TimingMode};
+use stallscope_bundle::{Bundle, Configuration, Experiment, Phase, TimingMode};
 
 use super::compact::{mode_and_phase, short_mode};
 use super::text::{Column, WIDTH, compact_table, wrap};
@@ -55,10 +56,63 @@ pub fn render_ranks(b: &Bundle, e: &Experiment) -> String {
     let mut out = String::new();
     for c in &e.configurations {
         if let Some(a) = rank_analysis_in(b, c) {
+            out.push_str(&render_job(c, a.phase));
             out.push_str(&render_rank_analysis(&c.label, &a));
         }
     }
     out
+}
+
+/// `job of N ranks of LABEL: R samples/s (whole-run, steady), step S`: the
+/// figures the experiment's table shows for a merged configuration, said
+/// to be the job's, with the rank that finished last.
+pub fn render_job(c: &Configuration, phase: Phase) -> String {
+    let Some(j) = job_summary(c, phase) else {
+        return String::new();
+    };
+    let rate = j.samples_per_s.map(|s| {
+        let unit = Unit::for_values(Quantity::Rate, &[s.median]);
+        format!("{} (whole-run, {})", unit.show(s.median), phase.as_str())
+    });
+    let step = j.step_s.map(|s| format!("step {:.2} ms", s.median * 1e3));
+    let slowest = match j.slowest.first() {
+        Some((r, n)) => format!("; rank {r} finished last in {n} epoch(s)"),
+        None => String::new(),
+    };
+    let figures: Vec<String> = rate.into_iter().chain(step).collect();
+    let figures = if figures.is_empty() {
+        "no whole-run figure".to_string()
+    } else {
+        figures.join(", ")
+    };
+    wrap(
+        &format!(
+            "job of {} ranks, {}: {figures} — every rank's samples ÷ the slowest rank's epoch, \
+             the step the slowest rank's{slowest}.",
+            j.world, c.label
+        ),
+        "  ",
+        "    ",
+        WIDTH,
+    )
+}
+
+/// The job figures of a configuration as JSON (`null` for one process).
+pub fn job_json(c: &Configuration, phase: Phase) -> serde_json::Value {
+    let Some(j) = job_summary(c, phase) else {
+        return serde_json::Value::Null;
+    };
+    let summary = |s: Option<stallscope_bundle::analysis::Summary>| {
+        s.map(|s| serde_json::json!({"median": s.median, "min": s.min, "max": s.max, "n": s.n}))
+    };
+    serde_json::json!({
+        "world": j.world,
+        "timing_mode": "whole_run",
+        "phase": phase.as_str(),
+        "samples_per_s": summary(j.samples_per_s),
+        "step_s": summary(j.step_s),
+        "slowest": j.slowest.iter().map(|(r, n)| serde_json::json!({"rank": r, "epochs": n})).collect::<Vec<_>>(),
+    })
 }
 
 fn mode_name(m: &Option<TimingMode>) -> &str {
@@ -86,7 +140,7 @@ pub fn render_rank_analysis(label: &str, a: &RankAnalysis) -> String {
         Column::right("compute", "share"),
         Column::right("comm", "share"),
         Column::right("slowest", "in steps"),
-        Column::right("samples/s", "whole-run"),
+        Column::right("samples/s", "rank's own"),
     ];
     let pct = |v: Option<f64>| v.map(show_percent).unwrap_or_else(|| "—".into());
     let rows: Vec<Vec<String>> = a

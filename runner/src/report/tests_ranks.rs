@@ -105,7 +105,7 @@ fn configuration(
 }
 
 fn merged(world: u32, configs: Vec<Configuration>) -> Bundle {
-    let mut b: Bundle = crate::bundle_file::read(
+    let mut b: Bundle = stallscope_core::bundle_file::read(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../fixtures/measured/cpu-quickstart-quick.json"),
     )
@@ -196,7 +196,7 @@ fn a_merged_bundle_shows_its_ranks_straggler_and_cost_within_100_columns() {
 
 #[test]
 fn a_bundle_without_ranks_or_costs_shows_neither() {
-    let b: Bundle = crate::bundle_file::read(
+    let b: Bundle = stallscope_core::bundle_file::read(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../fixtures/measured/cpu-quickstart-quick.json"),
     )

@@ -9,7 +9,25 @@ use std::process::Command;
 use stallscope_bundle::{DeviceInfo, DeviceKind, Memory};
 use tch::Device;
 
+use stallscope_core::cost::GpuTarget;
+use stallscope_core::cost::nvml;
+
 use crate::shim;
+
+/// The caching allocator's and the runtime's counters, read through the shim
+/// for the timeline's sampler (neither synchronises).
+struct AllocatorCounters;
+
+impl nvml::DeviceCounters for AllocatorCounters {
+    fn allocator(&self, cuda: u32) -> Option<(u64, u64)> {
+        shim::cuda_memory_stats(cuda)
+            .ok()
+            .map(|s| (s.allocated, s.reserved))
+    }
+    fn mem_info(&self, cuda: u32) -> Option<(u64, u64)> {
+        shim::cuda_mem_info(cuda).ok()
+    }
+}
 
 /// What the user asked for with `--device`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +36,9 @@ pub enum DeviceRequest {
     Auto,
     Cpu,
     Cuda(u32),
+    /// `cuda` without an index: `cuda:LOCAL_RANK` under a launcher (each
+    /// rank its own GPU), else `cuda:0`.
+    CudaLocal,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -48,7 +69,7 @@ impl std::str::FromStr for DeviceRequest {
         match s {
             "auto" => Ok(DeviceRequest::Auto),
             "cpu" => Ok(DeviceRequest::Cpu),
-            "cuda" => Ok(DeviceRequest::Cuda(0)),
+            "cuda" => Ok(DeviceRequest::CudaLocal),
             _ => s
                 .strip_prefix("cuda:")
                 .and_then(|n| n.parse().ok())
@@ -74,6 +95,7 @@ impl DeviceCtx {
         match req {
             DeviceRequest::Cpu => Ok(DeviceCtx::cpu()),
             DeviceRequest::Cuda(index) => DeviceCtx::cuda(index, libtorch),
+            DeviceRequest::CudaLocal => DeviceCtx::cuda(0, libtorch),
             DeviceRequest::Auto => match DeviceCtx::cuda(0, libtorch) {
                 Ok(ctx) => Ok(ctx),
                 Err(_) => Ok(DeviceCtx::cpu()),
@@ -113,6 +135,7 @@ impl DeviceCtx {
         if i64::from(index) >= count {
             return Err(DeviceError::NoSuchDevice { index, count });
         }
+        nvml::install_device_counters(Box::new(AllocatorCounters));
         Ok(DeviceCtx {
             device: Device::Cuda(index as usize),
             cuda_dir: Some(dir),
@@ -124,6 +147,14 @@ impl DeviceCtx {
         match self.device {
             Device::Cuda(_) => DeviceKind::Cuda,
             _ => DeviceKind::Cpu,
+        }
+    }
+
+    /// The GPU the timeline samples (NVML and the allocator), or why none.
+    pub fn gpu_target(&self) -> GpuTarget {
+        match self.cuda_index() {
+            Some(i) => GpuTarget::Cuda(i),
+            None => GpuTarget::None("the device is the CPU".into()),
         }
     }
 
@@ -146,13 +177,19 @@ impl DeviceCtx {
         }
     }
 
-    /// Reset the device's peak counters (and the host's peak RSS where the
-    /// kernel allows it) before a measurement.
+    /// Reset the device's peak counters and the host's peak RSS (where the
+    /// kernel allows it) before a measurement outside the one loop.
     pub fn reset_peaks(&self) {
+        self.reset_device_peaks();
+        stallscope_core::host::reset_peak_rss();
+    }
+
+    /// Reset the device's peak counters (CUDA's allocator; nothing on the
+    /// CPU).
+    pub fn reset_device_peaks(&self) {
         if let Some(i) = self.cuda_index() {
             let _ = shim::cuda_reset_peak(i);
         }
-        reset_host_peak_rss();
     }
 
     /// Release cached device memory (after a configuration, after an OOM).
@@ -166,9 +203,16 @@ impl DeviceCtx {
     /// and the device's used/total.
     pub fn memory(&self) -> Memory {
         let mut m = Memory {
-            host_peak_rss_bytes: host_peak_rss(),
+            host_peak_rss_bytes: stallscope_core::host::peak_rss_bytes(),
             ..Memory::default()
         };
+        self.device_memory(&mut m);
+        m
+    }
+
+    /// The device's counters into `m`: on CUDA the allocator's peaks and the
+    /// device's used/total; nothing on the CPU.
+    pub fn device_memory(&self, m: &mut Memory) {
         if let Some(i) = self.cuda_index() {
             if let Ok(s) = shim::cuda_memory_stats(i) {
                 m.device_peak_allocated_bytes = Some(s.peak_allocated);
@@ -179,7 +223,6 @@ impl DeviceCtx {
                 m.device_total_bytes = Some(total);
             }
         }
-        m
     }
 
     /// The CUDA runtime version libtorch uses (CUDA only).
@@ -191,10 +234,10 @@ impl DeviceCtx {
     pub fn info(&self) -> DeviceInfo {
         match self.cuda_index() {
             None => DeviceInfo {
-                memory_total_bytes: crate::envinfo::host_memory_bytes(),
+                memory_total_bytes: stallscope_core::envinfo::host_memory_bytes(),
                 ..DeviceInfo::new(
                     DeviceKind::Cpu,
-                    crate::envinfo::cpu_model().unwrap_or_else(|| "CPU".into()),
+                    stallscope_core::envinfo::cpu_model().unwrap_or_else(|| "CPU".into()),
                 )
             },
             Some(i) => {
@@ -370,23 +413,6 @@ fn cuda_properties(index: u32) -> CudaProps {
     props
 }
 
-/// Host peak resident set size of this process (`VmHWM`).
-pub fn host_peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kb| kb * 1024)
-}
-
-/// Reset `VmHWM` to the current RSS (`/proc/self/clear_refs` "5"). Returns
-/// whether the kernel allowed it; when not, the recorded peak is the
-/// process's peak so far.
-pub fn reset_host_peak_rss() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,7 +425,7 @@ mod tests {
         );
         assert_eq!(
             "cuda".parse::<DeviceRequest>().unwrap(),
-            DeviceRequest::Cuda(0)
+            DeviceRequest::CudaLocal
         );
         assert_eq!(
             "auto".parse::<DeviceRequest>().unwrap(),
@@ -456,10 +482,5 @@ mod tests {
             e.contains("cannot load") && e.contains("libtorch_cuda.so"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn host_peak_rss_is_read() {
-        assert!(host_peak_rss().unwrap() > 1 << 20);
     }
 }

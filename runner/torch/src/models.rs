@@ -5,77 +5,7 @@
 use tch::nn::{self, Module, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
 
-/// Which model, with the shape of its input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModelSpec {
-    /// seeds/003: Conv 1→16, ReLU, MaxPool, Conv 16→32, ReLU, MaxPool,
-    /// Linear 1568→64, ReLU, Linear 64→10 on 1×28×28 (105,866 parameters).
-    FashionCnn,
-    /// seeds/000: one Linear layer `features → classes`.
-    Linear { features: i64, classes: i64 },
-    /// A larger CNN for `3 × size × size` images: four stride-2 3×3
-    /// convolutions (32, 64, 128, 256 channels), global average pooling,
-    /// Linear 256→classes.
-    ImageCnn { size: i64, classes: i64 },
-}
-
-/// The optimizer and its learning rate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum OptimizerSpec {
-    Adam { lr: f64 },
-    Sgd { lr: f64 },
-}
-
-impl ModelSpec {
-    /// Name recorded in the bundle's settings.
-    pub fn name(&self) -> &'static str {
-        match self {
-            ModelSpec::FashionCnn => "fashion_cnn",
-            ModelSpec::Linear { .. } => "linear",
-            ModelSpec::ImageCnn { .. } => "image_cnn",
-        }
-    }
-
-    /// Shape of one input sample.
-    pub fn input_shape(&self) -> Vec<i64> {
-        match *self {
-            ModelSpec::FashionCnn => vec![1, 28, 28],
-            ModelSpec::Linear { features, .. } => vec![features],
-            ModelSpec::ImageCnn { size, .. } => vec![3, size, size],
-        }
-    }
-
-    /// Number of classes of the output.
-    pub fn classes(&self) -> i64 {
-        match *self {
-            ModelSpec::FashionCnn => 10,
-            ModelSpec::Linear { classes, .. } | ModelSpec::ImageCnn { classes, .. } => classes,
-        }
-    }
-
-    /// The optimizer the seeds use with this model: Adam 1e-3 for the CNNs,
-    /// SGD 0.01 for the linear classifier.
-    pub fn default_optimizer(&self) -> OptimizerSpec {
-        match self {
-            ModelSpec::Linear { .. } => OptimizerSpec::Sgd { lr: 0.01 },
-            _ => OptimizerSpec::Adam { lr: 1e-3 },
-        }
-    }
-}
-
-impl OptimizerSpec {
-    pub fn name(&self) -> &'static str {
-        match self {
-            OptimizerSpec::Adam { .. } => "adam",
-            OptimizerSpec::Sgd { .. } => "sgd",
-        }
-    }
-    pub fn lr(&self) -> f64 {
-        match *self {
-            OptimizerSpec::Adam { lr } | OptimizerSpec::Sgd { lr } => lr,
-        }
-    }
-}
+pub use stallscope_core::model_spec::{ModelSpec, OptimizerSpec};
 
 /// A model on a device with its optimizer: what one configuration trains.
 pub struct Trainer {
@@ -219,6 +149,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.parameter_count(), 105_866);
+    }
+
+    /// The count a bundle records comes from the plain spec; it must be the
+    /// built model's, for every architecture and shape.
+    #[test]
+    fn the_specs_count_is_the_built_models() {
+        let mut specs = vec![ModelSpec::FashionCnn];
+        for (a, b) in [(1, 2), (32, 4), (64, 10), (7, 3)] {
+            specs.push(ModelSpec::Linear {
+                features: a,
+                classes: b,
+            });
+            specs.push(ModelSpec::ImageCnn {
+                size: 8 * a,
+                classes: b,
+            });
+        }
+        for spec in specs {
+            let t = Trainer::new(spec, spec.default_optimizer(), Device::Cpu, 0).unwrap();
+            assert_eq!(t.parameter_count() as u64, spec.parameters(), "{spec:?}");
+        }
     }
 
     #[test]

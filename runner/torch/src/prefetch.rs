@@ -4,30 +4,34 @@
 //! the compute stream waits for its copy on the device (an event, not a host
 //! sync), and its tensors are recorded on the compute stream so the caching
 //! allocator does not reuse their memory while that stream still reads them.
+//!
+//! These are the parts of the libtorch step the one loop (`stallscope_core::measure`)
+//! times. In whole-run epochs the copy is fused with taking the batch: the
+//! next batch is taken and its copy queued before this one's step, so the
+//! copy overlaps compute. In diagnostic epochs the copy is timed alone
+//! (the side stream synchronized), so the overlap shows in whole-run runs
+//! only.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
-
-use stallscope_bundle::{Diagnostic, StepSeries, WholeRun};
 use tch::{Device, Tensor};
 
 use crate::device::DeviceCtx;
-use crate::feed::{EpochIter, Feed, HostBatch};
+use crate::feed::{EpochIter, HostBatch};
 use crate::models::Trainer;
 use crate::shim::{SideStream, record_on_current_stream};
-use crate::train::{CopyMode, LoopError, diagnostic_from_series, to_device};
+use crate::steps::{CopyMode, LoopError, taken, to_device};
+use stallscope_core::measure::{EpochSteps, Taken};
 
 fn side_stream(ctx: &DeviceCtx) -> Result<SideStream, LoopError> {
     let Device::Cuda(n) = ctx.device else {
-        return Err(LoopError::Other(
+        return Err(LoopError::Failed(
             "prefetch_to_device copies on a CUDA side stream; this device is not CUDA".into(),
         ));
     };
-    SideStream::new(n as u32).map_err(|e| LoopError::Other(e.to_string()))
+    SideStream::new(n as u32).map_err(|e| LoopError::Failed(e.to_string()))
 }
 
 fn shim(e: crate::shim::ShimError) -> LoopError {
-    LoopError::Other(e.to_string())
+    LoopError::Failed(e.to_string())
 }
 
 /// Take the next batch and queue its copy on `side` (non-blocking).
@@ -40,7 +44,6 @@ fn fetch(
         return Ok(None);
     };
     let batch = batch?;
-    crate::ranks::slow_batch();
     let _on_side = side.enter().map_err(shim)?;
     let (x, y) = to_device(
         &batch,
@@ -60,95 +63,112 @@ fn hand_over(side: &SideStream, x: &Tensor, y: &Tensor) -> Result<(), LoopError>
     record_on_current_stream(y).map_err(shim)
 }
 
-/// A whole-run epoch with the next batch's copy overlapping this step.
-pub fn whole_run_epoch(
-    trainer: &mut Trainer,
-    feed: &mut dyn Feed,
-    ctx: &DeviceCtx,
-    epoch: u32,
-    stop: &AtomicBool,
-) -> Result<WholeRun, LoopError> {
-    let side = side_stream(ctx)?;
-    let (mut samples, mut steps, mut bytes) = (0u64, 0u64, 0u64);
-    ctx.synchronize();
-    let started = Instant::now();
-    {
-        let mut it = feed.start_epoch(epoch)?;
-        let mut next = fetch(&mut *it, &side, ctx)?;
-        while let Some((batch, x, y)) = next.take() {
-            hand_over(&side, &x, &y)?;
-            next = fetch(&mut *it, &side, ctx)?;
-            trainer.step(&x, &y)?;
-            crate::ranks::step_barrier(steps, epoch)?;
-            samples += batch.len() as u64;
-            bytes += batch.bytes();
-            steps += 1;
-            if stop.load(Ordering::Relaxed) {
-                return Err(LoopError::Interrupted);
-            }
-        }
-    }
-    ctx.synchronize();
-    let seconds = started.elapsed().as_secs_f64();
-    Ok(WholeRun::measured(seconds, samples, steps, bytes))
+/// A batch taken, with its copy queued on the side stream.
+type Fetched = (HostBatch, Tensor, Tensor);
+
+/// One epoch of the libtorch step with `prefetch_to_device`.
+pub struct PrefetchEpoch<'a> {
+    it: Box<dyn EpochIter + 'a>,
+    trainer: &'a mut Trainer,
+    ctx: &'a DeviceCtx,
+    side: SideStream,
+    /// Whole-run: take-and-copy the next batch before this one's step.
+    fused: bool,
+    /// The batch the step uses.
+    current: Option<Fetched>,
+    /// Whole-run: the next batch, its copy in flight.
+    ahead: Option<Fetched>,
+    started: bool,
+    /// Diagnostic: the batch taken, not yet copied.
+    taken: Option<HostBatch>,
 }
 
-/// A diagnostic epoch of the same loop: the copy on the side stream is
-/// timed alone (synchronized), so the overlap shows in whole-run runs only.
-pub fn diagnostic_epoch(
-    trainer: &mut Trainer,
-    feed: &mut dyn Feed,
-    ctx: &DeviceCtx,
-    epoch: u32,
-    stop: &AtomicBool,
-) -> Result<(Diagnostic, StepSeries), LoopError> {
-    let side = side_stream(ctx)?;
-    let mut series = StepSeries::default();
-    let (mut samples, mut bytes) = (0u64, 0u64);
-    ctx.synchronize();
-    let started = Instant::now();
-    let iterator_creation_s;
-    {
-        let mut it = feed.start_epoch(epoch)?;
-        iterator_creation_s = started.elapsed().as_secs_f64();
-        loop {
-            let t0 = Instant::now();
-            let Some(batch) = it.next_batch() else { break };
-            let batch = batch?;
-            crate::ranks::slow_batch();
-            let t1 = Instant::now();
-            let (x, y) = {
-                let _on_side = side.enter().map_err(shim)?;
-                to_device(
-                    &batch,
-                    ctx,
-                    CopyMode {
-                        non_blocking: true,
-                        ..CopyMode::default()
-                    },
-                )?
-            };
-            side.synchronize().map_err(shim)?;
-            hand_over(&side, &x, &y)?;
-            let t2 = Instant::now();
-            trainer.step(&x, &y)?;
-            ctx.synchronize();
-            let t3 = Instant::now();
-            let step = series.compute_ns.len() as u64;
-            if let Some(ns) = crate::ranks::timed_step_barrier(step, epoch)? {
-                series.comm_ns.push(ns);
-            }
-            series.next_wait_ns.push((t1 - t0).as_nanos() as u64);
-            series.transfer_ns.push((t2 - t1).as_nanos() as u64);
-            series.compute_ns.push((t3 - t2).as_nanos() as u64);
-            samples += batch.len() as u64;
-            bytes += batch.bytes();
-            if stop.load(Ordering::Relaxed) {
-                return Err(LoopError::Interrupted);
-            }
-        }
+impl<'a> PrefetchEpoch<'a> {
+    pub fn new(
+        it: Box<dyn EpochIter + 'a>,
+        trainer: &'a mut Trainer,
+        ctx: &'a DeviceCtx,
+        fused: bool,
+    ) -> Result<Self, LoopError> {
+        Ok(PrefetchEpoch {
+            it,
+            trainer,
+            ctx,
+            side: side_stream(ctx)?,
+            fused,
+            current: None,
+            ahead: None,
+            started: false,
+            taken: None,
+        })
     }
-    let seconds = started.elapsed().as_secs_f64();
-    let d = diagnostic_from_series(&series, seconds, samples, bytes, Some(iterator_creation_s));
-    Ok((d, series))
+
+    /// Whole-run: the batch fetched ahead becomes current, handed over to
+    /// the compute stream, and the next one is fetched (its copy queued).
+    fn next_fused(&mut self) -> Result<Option<Taken>, LoopError> {
+        self.current = None;
+        let next = if self.started {
+            self.ahead.take()
+        } else {
+            self.started = true;
+            fetch(&mut *self.it, &self.side, self.ctx)?
+        };
+        let Some((batch, x, y)) = next else {
+            return Ok(None);
+        };
+        hand_over(&self.side, &x, &y)?;
+        self.ahead = fetch(&mut *self.it, &self.side, self.ctx)?;
+        let t = taken(&batch);
+        self.current = Some((batch, x, y));
+        Ok(Some(t))
+    }
+}
+
+impl EpochSteps for PrefetchEpoch<'_> {
+    fn next(&mut self) -> Result<Option<Taken>, LoopError> {
+        if self.fused {
+            return self.next_fused();
+        }
+        self.current = None;
+        let Some(batch) = self.it.next_batch() else {
+            return Ok(None);
+        };
+        let batch = batch?;
+        let t = taken(&batch);
+        self.taken = Some(batch);
+        Ok(Some(t))
+    }
+
+    fn copy(&mut self) -> Result<(), LoopError> {
+        if self.fused {
+            return Ok(()); // queued on the side stream by `next`
+        }
+        let batch = self.taken.take().expect("copy after next");
+        let (x, y) = {
+            let _on_side = self.side.enter().map_err(shim)?;
+            to_device(
+                &batch,
+                self.ctx,
+                CopyMode {
+                    non_blocking: true,
+                    ..CopyMode::default()
+                },
+            )?
+        };
+        self.side.synchronize().map_err(shim)?;
+        hand_over(&self.side, &x, &y)?;
+        self.current = Some((batch, x, y));
+        Ok(())
+    }
+
+    fn compute(&mut self) -> Result<(), LoopError> {
+        let (_, x, y) = self.current.as_ref().expect("compute after copy");
+        self.trainer.step(x, y)?;
+        Ok(())
+    }
+
+    fn synchronize(&mut self) -> Result<(), LoopError> {
+        self.ctx.synchronize();
+        Ok(())
+    }
 }

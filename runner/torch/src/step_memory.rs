@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use stallscope_bundle::Timeline;
 
-use super::nvml::GpuTarget;
-use super::sampler::{Sampler, SamplerSpec};
+use stallscope_core::cost::GpuTarget;
+use stallscope_core::cost::sampler::{Sampler, SamplerSpec};
 
 /// The interval over a step.
 pub const STEP_INTERVAL: Duration = Duration::from_millis(1);
@@ -49,7 +49,7 @@ mod tests {
 
     #[test]
     fn on_the_cpu_the_step_runs_alone_and_the_reason_comes_back() {
-        let target = GpuTarget::of(&crate::device::DeviceCtx::cpu());
+        let target = crate::device::DeviceCtx::cpu().gpu_target();
         let mut ran = 0;
         let (out, tl) = with_step_memory(&target, || {
             ran += 1;

@@ -1,36 +1,19 @@
-//! The training loop in the two timing modes of methodology.md, each epoch
-//! filling one bundle [`Run`]:
-//! - whole-run: synchronize once before and once after the epoch; nothing in
-//!   the loop reads a device value back;
-//! - diagnostic: synchronize at every stage boundary (next-wait, transfer,
-//!   compute) of every step, and time iterator creation and the first wait.
+//! The libtorch engine's step, in the parts the one loop (`stallscope_core::measure`)
+//! times: the next batch from a [`Feed`], its copy to the device, the model's
+//! train step, and a device synchronisation. With `prefetch_to_device` the
+//! copy runs on a side stream (`crate::prefetch`). The loop itself (clocks,
+//! modes, memory, ranks, cost) is not here.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
-
-use stallscope_bundle::{Diagnostic, Phase, Run, StepSeries, TimingMode, WholeRun};
+use stallscope_bundle::{LoaderStats, Memory, TimingMode};
+use stallscope_loader::WorkerRegistry;
 use tch::{Kind, Tensor};
 
 use crate::device::DeviceCtx;
-use crate::feed::{EpochIter, Feed, FeedError, HostBatch, labels_i64};
+use crate::feed::{EpochIter, Feed, HostBatch, labels_i64};
 use crate::models::Trainer;
-
-/// Why an epoch stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum LoopError {
-    #[error("feed: {0}")]
-    Feed(#[from] FeedError),
-    #[error("libtorch: {0}")]
-    Torch(#[from] tch::TchError),
-    #[error("interrupted (Ctrl-C)")]
-    Interrupted,
-    #[error("{0}")]
-    Other(String),
-    /// The ranks' per-step barrier failed (`crate::ranks`): a
-    /// `Failure::CommTimeout` naming the missing ranks.
-    #[error("comm: {0:?}")]
-    Comm(Box<stallscope_bundle::Failure>),
-}
+use stallscope_core::cost::GpuTarget;
+pub use stallscope_core::measure::{EpochSlot, LoopError};
+use stallscope_core::measure::{EpochSteps, Stages, Steps, Taken};
 
 /// How the loop copies a batch to the device.
 #[derive(Debug, Clone, Copy, Default)]
@@ -40,27 +23,6 @@ pub struct CopyMode {
     /// Copy the next batch on a side stream while this one computes
     /// (`prefetch_to_device`, CUDA only; `crate::prefetch`).
     pub prefetch_to_device: bool,
-}
-
-/// Where one epoch sits in the sweep.
-#[derive(Debug, Clone)]
-pub struct EpochSlot {
-    pub mode: TimingMode,
-    pub repeat: u32,
-    pub epoch: u32,
-}
-
-impl EpochSlot {
-    pub fn phase(&self) -> Phase {
-        if self.epoch == 0 {
-            Phase::Cold
-        } else {
-            Phase::Steady
-        }
-    }
-    pub fn run_id(&self) -> String {
-        format!("{}-r{}-e{}", self.mode.as_str(), self.repeat, self.epoch)
-    }
 }
 
 /// Copy a host batch to the device (the `transfer` stage).
@@ -91,225 +53,160 @@ pub fn warm_up(trainer: &mut Trainer, ctx: &DeviceCtx, batch_size: i64) -> Resul
     Ok(())
 }
 
-/// Run one epoch in `slot.mode` and return its [`Run`] (memory counters
-/// included; the caller resets the peaks before).
+/// The sizes of a host batch, for the loop's counts.
+pub fn taken(batch: &HostBatch) -> Taken {
+    Taken {
+        samples: batch.len() as u64,
+        bytes: batch.bytes(),
+    }
+}
+
+/// One training epoch of `trainer` on `feed` through the one loop
+/// (`stallscope_core::measure::run_epoch` over [`TorchSteps`]).
 pub fn run_epoch(
     trainer: &mut Trainer,
     feed: &mut dyn Feed,
     ctx: &DeviceCtx,
     copy: CopyMode,
     slot: EpochSlot,
-    stop: &AtomicBool,
-) -> Result<Run, LoopError> {
-    let mut run = Run::new(
-        slot.run_id(),
-        slot.mode.clone(),
-        slot.repeat,
-        slot.epoch,
-        slot.phase(),
-    );
-    let ahead = copy.prefetch_to_device;
-    // CPU cost of every epoch; a sampled timeline for whole-run epochs only
-    // (a diagnostic epoch's per-step syncs distort utilisation anyway).
-    let watch = crate::cost::EpochWatch::start(
-        &*feed,
-        crate::cost::GpuTarget::of(ctx),
-        slot.mode == TimingMode::WholeRun,
-    );
-    let mut counted = watch.count(feed);
-    let feed: &mut dyn Feed = &mut counted;
-    match slot.mode {
-        TimingMode::WholeRun if ahead => {
-            run.whole_run = Some(crate::prefetch::whole_run_epoch(
-                trainer, feed, ctx, slot.epoch, stop,
-            )?)
-        }
-        TimingMode::Diagnostic if ahead => {
-            let (d, s) = crate::prefetch::diagnostic_epoch(trainer, feed, ctx, slot.epoch, stop)?;
-            run.diagnostic = Some(d);
-            run.steps = Some(s);
-        }
-        TimingMode::WholeRun => {
-            run.whole_run = Some(whole_run_epoch(trainer, feed, ctx, copy, slot.epoch, stop)?)
-        }
-        TimingMode::Diagnostic => {
-            let (d, s) = diagnostic_epoch(trainer, feed, ctx, copy, slot.epoch, stop)?;
-            run.diagnostic = Some(d);
-            run.steps = Some(s);
-        }
-        TimingMode::Unknown(_) => unreachable!("the runner times whole_run and diagnostic only"),
-    }
-    run.loader = feed.loader_stats();
-    run.memory = Some(ctx.memory());
-    watch.finish(&mut run);
-    Ok(run)
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<stallscope_bundle::Run, LoopError> {
+    let mut steps = TorchSteps {
+        trainer: Some(trainer),
+        feed,
+        ctx,
+        copy,
+    };
+    stallscope_core::measure::run_epoch(&mut steps, &slot, stop)
 }
 
-fn whole_run_epoch(
-    trainer: &mut Trainer,
-    feed: &mut dyn Feed,
-    ctx: &DeviceCtx,
+/// The libtorch engine's side of the loop: a model trained on a feed's
+/// batches, or (`trainer` absent: `model = "none"`) the feed alone.
+pub struct TorchSteps<'a> {
+    pub trainer: Option<&'a mut Trainer>,
+    pub feed: &'a mut dyn Feed,
+    pub ctx: &'a DeviceCtx,
+    pub copy: CopyMode,
+}
+
+impl Steps for TorchSteps<'_> {
+    fn synchronize(&mut self) -> Result<(), LoopError> {
+        self.ctx.synchronize();
+        Ok(())
+    }
+
+    fn start_epoch(
+        &mut self,
+        epoch: u32,
+        mode: &TimingMode,
+    ) -> Result<Box<dyn EpochSteps + '_>, LoopError> {
+        let it = self.feed.start_epoch(epoch)?;
+        let (ctx, copy) = (self.ctx, self.copy);
+        match self.trainer.as_deref_mut() {
+            Some(trainer) if copy.prefetch_to_device => {
+                let fused = *mode == TimingMode::WholeRun;
+                crate::prefetch::PrefetchEpoch::new(it, trainer, ctx, fused)
+                    .map(|e| Box::new(e) as Box<dyn EpochSteps>)
+            }
+            trainer => Ok(Box::new(TorchEpoch {
+                it,
+                trainer,
+                ctx,
+                copy,
+                batch: None,
+                on_device: None,
+            })),
+        }
+    }
+
+    fn stages(&self) -> Stages {
+        if self.trainer.is_some() {
+            Stages::ALL
+        } else {
+            Stages::LOADER_ONLY
+        }
+    }
+
+    fn reset_device_peaks(&mut self) {
+        self.ctx.reset_device_peaks();
+    }
+
+    fn device_memory(&mut self, memory: &mut Memory) {
+        self.ctx.device_memory(memory);
+    }
+
+    fn loader_stats(&mut self) -> Option<LoaderStats> {
+        self.feed.loader_stats()
+    }
+
+    fn workers(&self) -> Option<WorkerRegistry> {
+        self.feed.workers()
+    }
+
+    fn gpu(&self) -> GpuTarget {
+        if self.trainer.is_none() {
+            return GpuTarget::None("the loop runs no model (model = \"none\")".into());
+        }
+        self.ctx.gpu_target()
+    }
+}
+
+/// One epoch of [`TorchSteps`] without a side stream.
+struct TorchEpoch<'a> {
+    it: Box<dyn EpochIter + 'a>,
+    trainer: Option<&'a mut Trainer>,
+    ctx: &'a DeviceCtx,
     copy: CopyMode,
-    epoch: u32,
-    stop: &AtomicBool,
-) -> Result<WholeRun, LoopError> {
-    let (mut samples, mut steps, mut bytes) = (0u64, 0u64, 0u64);
-    ctx.synchronize();
-    let started = Instant::now();
-    {
-        let mut it = feed.start_epoch(epoch)?;
-        while let Some(batch) = it.next_batch() {
-            let batch = batch?;
-            crate::ranks::slow_batch();
-            let (x, y) = to_device(&batch, ctx, copy)?;
-            trainer.step(&x, &y)?;
-            crate::ranks::step_barrier(steps, epoch)?;
-            samples += batch.len() as u64;
-            bytes += batch.bytes();
-            steps += 1;
-            if stop.load(Ordering::Relaxed) {
-                return Err(LoopError::Interrupted);
-            }
-        }
-    }
-    ctx.synchronize();
-    let seconds = started.elapsed().as_secs_f64();
-    Ok(WholeRun::measured(seconds, samples, steps, bytes))
+    batch: Option<HostBatch>,
+    on_device: Option<(Tensor, Tensor)>,
 }
 
-fn diagnostic_epoch(
-    trainer: &mut Trainer,
-    feed: &mut dyn Feed,
-    ctx: &DeviceCtx,
-    copy: CopyMode,
-    epoch: u32,
-    stop: &AtomicBool,
-) -> Result<(Diagnostic, StepSeries), LoopError> {
-    let mut series = StepSeries::default();
-    let (mut samples, mut bytes) = (0u64, 0u64);
-    ctx.synchronize();
-    let started = Instant::now();
-    let iterator_creation_s;
-    {
-        let mut it: Box<dyn EpochIter + '_> = feed.start_epoch(epoch)?;
-        iterator_creation_s = started.elapsed().as_secs_f64();
-        loop {
-            let t0 = Instant::now();
-            let Some(batch) = it.next_batch() else { break };
-            let batch = batch?;
-            crate::ranks::slow_batch();
-            ctx.synchronize();
-            let t1 = Instant::now();
-            let (x, y) = to_device(&batch, ctx, copy)?;
-            ctx.synchronize();
-            let t2 = Instant::now();
-            trainer.step(&x, &y)?;
-            ctx.synchronize();
-            let t3 = Instant::now();
-            // The ranks' barrier after compute: its own `comm` stage.
-            let step = series.compute_ns.len() as u64;
-            if let Some(ns) = crate::ranks::timed_step_barrier(step, epoch)? {
-                series.comm_ns.push(ns);
-            }
-            series.next_wait_ns.push((t1 - t0).as_nanos() as u64);
-            series.transfer_ns.push((t2 - t1).as_nanos() as u64);
-            series.compute_ns.push((t3 - t2).as_nanos() as u64);
-            samples += batch.len() as u64;
-            bytes += batch.bytes();
-            if stop.load(Ordering::Relaxed) {
-                return Err(LoopError::Interrupted);
-            }
-        }
+impl EpochSteps for TorchEpoch<'_> {
+    fn next(&mut self) -> Result<Option<Taken>, LoopError> {
+        // The previous batch is released before the next is taken, as a
+        // training loop's variables are rebound.
+        self.batch = None;
+        self.on_device = None;
+        let Some(batch) = self.it.next_batch() else {
+            return Ok(None);
+        };
+        let batch = batch?;
+        let t = taken(&batch);
+        self.batch = Some(batch);
+        Ok(Some(t))
     }
-    let seconds = started.elapsed().as_secs_f64();
-    let diagnostic =
-        diagnostic_from_series(&series, seconds, samples, bytes, Some(iterator_creation_s));
-    Ok((diagnostic, series))
-}
 
-/// One epoch of `model = "none"`: the loop only takes each batch from the
-/// feed (seeds/002's first check): no copy, no step. Diagnostic runs time
-/// the wait per step; their transfer and compute are 0.
-pub fn loader_only_epoch(
-    feed: &mut dyn Feed,
-    slot: EpochSlot,
-    stop: &AtomicBool,
-) -> Result<Run, LoopError> {
-    let mut run = Run::new(
-        slot.run_id(),
-        slot.mode.clone(),
-        slot.repeat,
-        slot.epoch,
-        slot.phase(),
-    );
-    let watch = crate::cost::EpochWatch::start(
-        &*feed,
-        crate::cost::GpuTarget::None("the loop runs no model (model = \"none\")".into()),
-        slot.mode == TimingMode::WholeRun,
-    );
-    let mut counted = watch.count(feed);
-    let feed: &mut dyn Feed = &mut counted;
-    let mut series = StepSeries::default();
-    let (mut samples, mut steps, mut bytes) = (0u64, 0u64, 0u64);
-    let started = Instant::now();
-    let iterator_creation_s;
-    {
-        let mut it = feed.start_epoch(slot.epoch)?;
-        iterator_creation_s = started.elapsed().as_secs_f64();
-        // Whole-run epochs read no clock inside the loop.
-        let diagnostic = slot.mode == TimingMode::Diagnostic;
-        loop {
-            let t0 = diagnostic.then(Instant::now);
-            let Some(batch) = it.next_batch() else { break };
-            let batch = batch?;
-            crate::ranks::slow_batch();
-            if let Some(t0) = t0 {
-                series.next_wait_ns.push(t0.elapsed().as_nanos() as u64);
-                series.transfer_ns.push(0);
-                series.compute_ns.push(0);
-                if let Some(ns) = crate::ranks::timed_step_barrier(steps, slot.epoch)? {
-                    series.comm_ns.push(ns);
-                }
-            } else {
-                crate::ranks::step_barrier(steps, slot.epoch)?;
-            }
-            samples += batch.len() as u64;
-            bytes += batch.bytes();
-            steps += 1;
-            if stop.load(Ordering::Relaxed) {
-                return Err(LoopError::Interrupted);
-            }
-        }
+    fn copy(&mut self) -> Result<(), LoopError> {
+        let batch = self.batch.as_ref().expect("copy after next");
+        self.on_device = Some(to_device(batch, self.ctx, self.copy)?);
+        Ok(())
     }
-    let seconds = started.elapsed().as_secs_f64();
-    match slot.mode {
-        TimingMode::WholeRun => {
-            run.whole_run = Some(WholeRun::measured(seconds, samples, steps, bytes))
-        }
-        _ => {
-            run.diagnostic = Some(diagnostic_from_series(
-                &series,
-                seconds,
-                samples,
-                bytes,
-                Some(iterator_creation_s),
-            ));
-            run.steps = Some(series);
-        }
+
+    fn compute(&mut self) -> Result<(), LoopError> {
+        let (x, y) = self.on_device.as_ref().expect("compute after copy");
+        let trainer = self.trainer.as_deref_mut().expect("compute with a model");
+        trainer.step(x, y)?;
+        Ok(())
     }
-    run.loader = feed.loader_stats();
-    watch.finish(&mut run);
-    Ok(run)
+
+    fn synchronize(&mut self) -> Result<(), LoopError> {
+        self.ctx.synchronize();
+        Ok(())
+    }
 }
 
 pub use stallscope_bundle::analysis::{diagnostic_from_series, stage_stat};
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use stallscope_bundle::Phase;
+
     use super::*;
     use crate::data::tensor_data;
     use crate::feed::{InLoopConfig, InLoopLoader, Order};
-    use crate::models::ModelSpec;
+    use stallscope_core::model_spec::ModelSpec;
 
     fn setup() -> (Trainer, InLoopLoader<crate::feed::TensorDataset>, DeviceCtx) {
         let spec = ModelSpec::Linear {

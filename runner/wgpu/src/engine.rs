@@ -8,11 +8,11 @@
 use stallscope_bundle::{Environment, Experiment, ExperimentKind, PrecisionInfo};
 
 use super::{LinearPlan, TransferPlan, WgpuCtx, WgpuError, WgpuLinear, WgpuTransfer, loader};
-use crate::driver::{Driven, NotApplicable, UnitError};
-use crate::engine::Engine;
-use crate::envinfo;
-use crate::models::ModelSpec;
-use crate::suite::{DataSpec, ExperimentPlan, ExperimentSpec, Plan};
+use stallscope_core::driver::{Driven, NotApplicable, UnitError};
+use stallscope_core::engine::Engine;
+use stallscope_core::envinfo;
+use stallscope_core::model_spec::ModelSpec;
+use stallscope_core::suite::{DataSpec, ExperimentPlan, ExperimentSpec, Plan};
 
 /// Learning rate of the seeds/000 classifier (SGD 0.01).
 const LINEAR_LR: f32 = 0.01;
@@ -133,6 +133,7 @@ pub(crate) fn wgpu_plan(p: &ExperimentPlan, plan: &Plan) -> Result<WgpuWork, Str
         ExperimentSpec::Transfer { sizes_bytes, copies, .. } => Ok(WgpuWork::Transfer(TransferPlan {
             sizes_bytes: sizes_bytes.clone(),
             copies: *copies,
+            epochs: p.epochs,
         })),
         ExperimentSpec::Compute { .. } | ExperimentSpec::BatchSweep { .. } => Err(ONLY_LINEAR.into()),
         ExperimentSpec::OomProbe { .. } => Err(

@@ -10,6 +10,7 @@
 mod engine;
 mod linear;
 mod loader;
+pub mod steps;
 mod transfer;
 
 pub use engine::WgpuEngine;
@@ -124,12 +125,4 @@ impl WgpuCtx {
             .max_storage_buffer_binding_size
             .min(self.limits.max_buffer_size)
     }
-}
-
-/// Host peak resident memory of this process (VmHWM), when /proc has it.
-pub(crate) fn host_peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }

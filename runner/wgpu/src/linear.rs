@@ -1,23 +1,16 @@
 //! The seeds/000 linear classifier (Linear features→classes, softmax
-//! cross-entropy, SGD 0.01) trained on a wgpu device, one epoch per bundle
-//! run, in both timing modes:
-//! - whole-run: wait for the queue, run the epoch (gather the batch on the
-//!   host, write it to the device, submit the two compute passes), wait once;
-//! - diagnostic: wait after the copy and after the compute of every step, and
-//!   time the host-side gather as the next-wait.
+//! cross-entropy, SGD 0.01) trained on a wgpu device as two WGSL passes,
+//! one epoch per bundle run, through the one loop (`stallscope_core::measure`): the
+//! host-side gather of each batch is its next-wait, `Queue::write_buffer`
+//! its copy, the two compute passes its compute.
 
-use std::sync::atomic::Ordering;
-use std::time::Instant;
+use stallscope_bundle::{Configuration, Experiment, ExperimentKind, ParamValue, Run, TimingMode};
 
-use stallscope_bundle::{
-    Configuration, Experiment, ExperimentKind, Memory, ParamValue, Phase, Run, StepSeries,
-    TimingMode, WholeRun,
-};
-
-use super::{WgpuCtx, WgpuError, host_peak_rss_bytes};
-use crate::driver::{Driven, UnitCtx, UnitError};
-use crate::feed::{Order, epoch_indices};
-use crate::train::diagnostic_from_series;
+use super::steps::{Batches, WgpuSteps, gather};
+use super::{WgpuCtx, WgpuError};
+use stallscope_core::driver::{Driven, UnitCtx, UnitError};
+use stallscope_core::measure::{EpochSlot, LoopError, run_epoch};
+use stallscope_loader::{Sampler as Order, epoch_batches as epoch_indices};
 
 /// Largest number of classes the shader's per-row scratch holds.
 pub const MAX_CLASSES: u32 = 64;
@@ -249,6 +242,11 @@ impl<'a> LinearTrainer<'a> {
         q.write_buffer(&self.y, 0, bytemuck_u32(y));
     }
 
+    /// Block until the queue's work has finished.
+    pub fn wait(&self) -> Result<(), WgpuError> {
+        self.ctx.wait()
+    }
+
     /// Submit pending copies on their own (the diagnostic transfer stage).
     pub fn flush_copies(&self) {
         self.ctx.queue.submit(std::iter::empty());
@@ -327,113 +325,6 @@ fn bytemuck_u32(v: &[u32]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
 
-/// Gather the rows of one batch into contiguous host buffers (the in-loop
-/// loader: workers = 0).
-fn gather(
-    x: &[f32],
-    y: &[u32],
-    features: usize,
-    ids: &[u64],
-    xb: &mut Vec<f32>,
-    yb: &mut Vec<u32>,
-) {
-    xb.clear();
-    yb.clear();
-    for &i in ids {
-        let i = i as usize;
-        xb.extend_from_slice(&x[i * features..(i + 1) * features]);
-        yb.push(y[i]);
-    }
-}
-
-/// One epoch in one timing mode; returns the run.
-#[allow(clippy::too_many_arguments)]
-fn epoch(
-    t: &LinearTrainer,
-    x: &[f32],
-    y: &[u32],
-    batches: &[Vec<u64>],
-    mode: TimingMode,
-    repeat: u32,
-    epoch: u32,
-    record_steps: bool,
-) -> Result<Run, WgpuError> {
-    let features = t.features as usize;
-    let samples: u64 = batches.iter().map(|b| b.len() as u64).sum();
-    let bytes: u64 = batches
-        .iter()
-        .map(|b| b.len() as u64 * (features as u64 * 4 + 4))
-        .sum();
-    let mut xb = Vec::with_capacity(t.max_batch as usize * features);
-    let mut yb = Vec::with_capacity(t.max_batch as usize);
-    let phase = if epoch == 0 {
-        Phase::Cold
-    } else {
-        Phase::Steady
-    };
-    let id = format!("{}-r{repeat}-e{epoch}", mode.as_str());
-    let whole = mode == TimingMode::WholeRun;
-    let watch = crate::cost::EpochWatch::start_with(None, super::loader::no_gpu_series(), whole);
-    let taken = watch.steps();
-    t.ctx.wait()?;
-    let started = Instant::now();
-    let mut run = Run::new(id, mode.clone(), repeat, epoch, phase);
-    match &mode {
-        TimingMode::WholeRun => {
-            for ids in batches {
-                gather(x, y, features, ids, &mut xb, &mut yb);
-                t.write_batch(&xb, &yb);
-                t.submit_step(yb.len() as u32);
-                taken.fetch_add(1, Ordering::Relaxed);
-            }
-            t.ctx.wait()?;
-            let seconds = started.elapsed().as_secs_f64();
-            run.whole_run = Some(WholeRun::measured(
-                seconds,
-                samples,
-                batches.len() as u64,
-                bytes,
-            ));
-        }
-        TimingMode::Diagnostic => {
-            let mut series = StepSeries::default();
-            for ids in batches {
-                let t0 = Instant::now();
-                gather(x, y, features, ids, &mut xb, &mut yb);
-                let t1 = Instant::now();
-                t.write_batch(&xb, &yb);
-                t.flush_copies();
-                t.ctx.wait()?;
-                let t2 = Instant::now();
-                t.submit_step(yb.len() as u32);
-                t.ctx.wait()?;
-                let t3 = Instant::now();
-                series.next_wait_ns.push((t1 - t0).as_nanos() as u64);
-                series.transfer_ns.push((t2 - t1).as_nanos() as u64);
-                series.compute_ns.push((t3 - t2).as_nanos() as u64);
-            }
-            let seconds = started.elapsed().as_secs_f64();
-            run.diagnostic = Some(diagnostic_from_series(
-                &series, seconds, samples, bytes,
-                // The batch order is drawn before the clock starts and there
-                // is no loader to create: nothing was measured, so none is
-                // recorded (0 would claim a measurement).
-                None,
-            ));
-            if record_steps {
-                run.steps = Some(series);
-            }
-        }
-        TimingMode::Unknown(_) => unreachable!("the runner times whole_run and diagnostic only"),
-    }
-    run.memory = Some(Memory {
-        host_peak_rss_bytes: host_peak_rss_bytes(),
-        ..Memory::default()
-    });
-    watch.finish(&mut run);
-    Ok(run)
-}
-
 /// The linear classifier over batch sizes on wgpu (a `compute` or
 /// `batch_sweep` experiment): every configuration in both modes, cold and
 /// steady epochs, run unit by unit by the driver.
@@ -473,6 +364,10 @@ impl<'a> WgpuLinear<'a> {
             swept: vec!["batch_size".into()],
             settings: [
                 ("model", ParamValue::from("linear")),
+                (
+                    "parameters",
+                    ParamValue::from(plan.features * plan.classes + plan.classes),
+                ),
                 ("backend", ParamValue::from("wgpu")),
                 (
                     "data",
@@ -512,47 +407,48 @@ impl<'a> WgpuLinear<'a> {
         })
     }
 
-    fn unit(&self, batch: u32, repeat: u32, cx: &UnitCtx) -> Result<Vec<Run>, WgpuError> {
+    fn unit(&self, batch: u32, repeat: u32, cx: &UnitCtx) -> Result<Vec<Run>, UnitError> {
         let (plan, trainer) = (&self.plan, &self.trainer);
+        let features = plan.features as usize;
         let mut runs = Vec::new();
         for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
             trainer.set_weights(&self.weights);
             // Warm-up step of the same shape, outside the timed region.
             let warm: Vec<u64> = (0..u64::from(batch.min(plan.samples))).collect();
             let (mut xb, mut yb) = (Vec::new(), Vec::new());
-            gather(
-                &self.x,
-                &self.y,
-                plan.features as usize,
-                &warm,
-                &mut xb,
-                &mut yb,
-            );
+            gather(&self.x, &self.y, features, &warm, &mut xb, &mut yb);
             trainer.write_batch(&xb, &yb);
             trainer.submit_step(yb.len() as u32);
             trainer.set_weights(&self.weights);
-            self.ctx.wait()?;
+            self.ctx.wait().map_err(LoopError::from)?;
             for e in 0..plan.epochs {
-                if cx.stop.load(Ordering::Relaxed) {
-                    return Err(WgpuError::Interrupted);
-                }
                 let cid = format!("bs{batch}");
                 cx.progress
                     .epoch(&self.experiment.id, &cid, repeat, mode.clone(), e);
                 let order = Order::Shuffled {
                     seed: plan.shuffle_seed,
                 };
+                // The order is drawn before the clock, as a sampler's is.
                 let batches = epoch_indices(order, plan.samples as usize, batch as usize, false, e);
-                runs.push(epoch(
+                let mut steps = WgpuSteps {
                     trainer,
-                    &self.x,
-                    &self.y,
-                    &batches,
-                    mode.clone(),
+                    batches: Batches::Gather {
+                        x: &self.x,
+                        y: &self.y,
+                        features,
+                        batches: &batches,
+                    },
+                };
+                let slot = EpochSlot {
+                    mode: mode.clone(),
                     repeat,
-                    e,
-                    plan.record_steps,
-                )?);
+                    epoch: e,
+                };
+                let mut run = run_epoch(&mut steps, &slot, cx.stop)?;
+                if !plan.record_steps {
+                    run.steps = None;
+                }
+                runs.push(run);
                 cx.progress.epoch_done();
             }
         }
@@ -571,10 +467,6 @@ impl Driven for WgpuLinear<'_> {
 
     fn run_unit(&mut self, index: usize, repeat: u32, cx: &UnitCtx) -> Result<Vec<Run>, UnitError> {
         self.unit(self.plan.batch_sizes[index], repeat, cx)
-            .map_err(|e| match e {
-                WgpuError::Interrupted => UnitError::Interrupted,
-                other => UnitError::Failed(other.to_string()),
-            })
     }
 }
 
@@ -668,8 +560,11 @@ mod tests {
             plan,
         )
         .unwrap();
-        let (e, outcome) = crate::driver::drive_alone(&mut linear, 2);
-        assert_eq!(outcome, crate::driver::Outcome::Finished { failures: 0 });
+        let (e, outcome) = stallscope_core::driver::drive_alone(&mut linear, 2);
+        assert_eq!(
+            outcome,
+            stallscope_core::driver::Outcome::Finished { failures: 0 }
+        );
         assert_eq!(e.configurations.len(), 2);
         for c in &e.configurations {
             assert!(c.failure.is_none(), "{:?}", c.failure);

@@ -4,44 +4,22 @@
 //! writes the loader's batch to the device and submits the step, in both
 //! timing modes; the driver runs the units.
 
-use std::sync::atomic::Ordering;
-use std::time::Instant;
-
-use stallscope_bundle::{
-    Configuration, Experiment, Memory, ParamValue, Phase, Run, StepSeries, TimingMode, WholeRun,
-    analysis::diagnostic_from_series,
-};
+use stallscope_bundle::{Configuration, Experiment, ParamValue, Run, TimingMode};
 use stallscope_loader::{Batch, Loader, LoaderError, SourceSpec};
 
-use super::{LinearTrainer, WgpuCtx, WgpuError, host_peak_rss_bytes};
-use crate::driver::{Driven, UnitCtx, UnitError};
-use crate::loader::experiment::{Point, loader_config, points, swept_knobs};
-use crate::models::ModelSpec;
-use crate::suite::EngineName;
-use crate::suite::{DataPlan, ExperimentPlan, ExperimentSpec, LoaderPlan};
+use super::steps::{Batches, HostBatch, WgpuSteps, loader_failure};
+use super::{LinearTrainer, WgpuCtx, WgpuError};
+use stallscope_core::driver::{Driven, UnitCtx, UnitError};
+use stallscope_core::grid::{Point, loader_config, points, swept_knobs};
+use stallscope_core::measure::{EpochSlot, run_epoch};
+use stallscope_core::model_spec::ModelSpec;
+use stallscope_core::suite::EngineName;
+use stallscope_core::suite::{DataPlan, ExperimentPlan, ExperimentSpec, LoaderPlan};
 
 /// Learning rate of the seeds/000 classifier (SGD 0.01).
 const LR: f32 = 0.01;
 const NO_PINNING: &str =
     "wgpu stages every host-to-device copy itself: there is no pinned host memory to ask for";
-
-/// Where a loop takes its batches from.
-enum Batches<'b> {
-    /// The real loader.
-    Loader(&'b mut Loader),
-    /// Pre-collated batches in host memory (labels already as the shader's
-    /// u32), written each step.
-    Host(&'b [HostBatch]),
-    /// One batch written to the device before the clock; the steps train
-    /// on it with these row counts (no copy inside the epoch).
-    Resident(&'b [usize]),
-}
-
-/// A batch collated before the clock, in the form the step writes.
-struct HostBatch {
-    x: Vec<f32>,
-    y: Vec<u32>,
-}
 
 /// A `loader` (the knobs swept) or `stall` (three ways) experiment on wgpu.
 pub struct WgpuLoader<'a> {
@@ -178,6 +156,7 @@ impl<'a> WgpuLoader<'a> {
         ));
         for (k, v) in [
             ("model", ParamValue::from("linear")),
+            ("parameters", ParamValue::from(lp.model.parameters() as i64)),
             ("backend", ParamValue::from("wgpu")),
             ("data_source", ParamValue::from(source)),
             ("batch_size", ParamValue::from(lp.batch_size)),
@@ -210,7 +189,7 @@ impl<'a> WgpuLoader<'a> {
             .map(|&p| {
                 let peer = (p.engine != EngineName::Native).then_some(NO_PEERS);
                 let mut c =
-                    crate::loader::points::configuration(lp, p, None, peer).with_batch_bytes(bytes);
+                    stallscope_core::grid::configuration(lp, p, None, peer).with_batch_bytes(bytes);
                 c.params.remove("pinned");
                 c.params.remove("prefetch_to_device");
                 c.not_applicable.remove("pinned");
@@ -280,9 +259,12 @@ impl<'a> WgpuLoader<'a> {
                     ("compute_only", None) => Batches::Resident(&rows),
                     _ => Batches::Host(&host),
                 };
-                let mut run = self.epoch(batches, mode.clone(), repeat, epoch, cx)?;
-                run.loader = loader.as_ref().and_then(Loader::last_stats);
-                runs.push(run);
+                let slot = EpochSlot {
+                    mode: mode.clone(),
+                    repeat,
+                    epoch,
+                };
+                runs.push(self.epoch(batches, &slot, cx)?);
                 cx.progress.epoch_done();
             }
         }
@@ -313,141 +295,13 @@ impl<'a> WgpuLoader<'a> {
         self.ctx.wait()
     }
 
-    fn epoch(
-        &self,
-        batches: Batches,
-        mode: TimingMode,
-        repeat: u32,
-        epoch: u32,
-        cx: &UnitCtx,
-    ) -> Result<Run, UnitError> {
-        let t = &self.trainer;
-        let diagnostic = mode == TimingMode::Diagnostic;
-        let (mut samples, mut bytes) = (0u64, 0u64);
-        let mut series = StepSeries::default();
-        let mut steps = 0u64;
-        let workers = match &batches {
-            Batches::Loader(l) => Some(l.worker_registry()),
-            _ => None,
+    fn epoch(&self, batches: Batches, slot: &EpochSlot, cx: &UnitCtx) -> Result<Run, UnitError> {
+        let mut steps = WgpuSteps {
+            trainer: &self.trainer,
+            batches,
         };
-        let watch = crate::cost::EpochWatch::start_with(workers, no_gpu_series(), !diagnostic);
-        let taken = watch.steps();
-        self.ctx.wait().map_err(wgpu_error)?;
-        let started = Instant::now();
-        let mut iterator_creation_s = None;
-        let mut step = |xs: Option<(&[f32], &[u32])>, n: usize, t0: Instant| {
-            // A slowed rank's delay counts as its wait for the batch.
-            crate::ranks::slow_batch();
-            let t1 = Instant::now();
-            if let Some((x, y)) = xs {
-                t.write_batch(x, y);
-            }
-            if diagnostic {
-                t.flush_copies();
-                self.ctx.wait().map_err(wgpu_error)?;
-            }
-            let t2 = Instant::now();
-            t.submit_step(n as u32);
-            // With ranks, every step meets the others (timed as comm when
-            // diagnostic); a no-op for one process.
-            if diagnostic {
-                self.ctx.wait().map_err(wgpu_error)?;
-                let t3 = Instant::now();
-                series.next_wait_ns.push((t1 - t0).as_nanos() as u64);
-                series.transfer_ns.push((t2 - t1).as_nanos() as u64);
-                series.compute_ns.push((t3 - t2).as_nanos() as u64);
-                if let Some(ns) = crate::ranks::timed_step_barrier(steps, epoch)? {
-                    series.comm_ns.push(ns);
-                }
-            } else {
-                crate::ranks::step_barrier(steps, epoch)?;
-            }
-            samples += n as u64;
-            bytes += xs.map_or(0, |(x, y)| (x.len() * 4 + y.len() * 4) as u64);
-            steps += 1;
-            taken.fetch_add(1, Ordering::Relaxed);
-            Ok::<(), UnitError>(())
-        };
-        match batches {
-            Batches::Loader(loader) => {
-                let mut it = loader.start_epoch(epoch).map_err(loader_error)?;
-                iterator_creation_s = Some(started.elapsed().as_secs_f64());
-                loop {
-                    let t0 = Instant::now();
-                    let Some(b) = it.next_batch() else { break };
-                    let b = b.map_err(loader_error)?;
-                    let y = labels(&b);
-                    step(Some((&b.inputs, &y)), y.len(), t0)?;
-                    if cx.stop.load(Ordering::Relaxed) {
-                        return Err(UnitError::Interrupted);
-                    }
-                }
-            }
-            Batches::Host(host) => {
-                for b in host {
-                    let t0 = Instant::now();
-                    step(Some((&b.x, &b.y)), b.y.len(), t0)?;
-                    if cx.stop.load(Ordering::Relaxed) {
-                        return Err(UnitError::Interrupted);
-                    }
-                }
-            }
-            Batches::Resident(rows) => {
-                // The warm-up left the first batch resident: no batch is
-                // copied, only the step's 16 bytes of parameters when its
-                // row count changes (the epoch's first and its partial last).
-                let mut resident = None;
-                for &n in rows {
-                    if resident != Some(n) {
-                        t.set_rows(n as u32);
-                        resident = Some(n);
-                    }
-                    step(None, n, Instant::now())?;
-                    if cx.stop.load(Ordering::Relaxed) {
-                        return Err(UnitError::Interrupted);
-                    }
-                }
-            }
-        }
-        self.ctx.wait().map_err(wgpu_error)?;
-        let seconds = started.elapsed().as_secs_f64();
-        let mut run = Run::new(
-            format!("{}-r{repeat}-e{epoch}", mode.as_str()),
-            mode.clone(),
-            repeat,
-            epoch,
-            if epoch == 0 {
-                Phase::Cold
-            } else {
-                Phase::Steady
-            },
-        );
-        if diagnostic {
-            run.diagnostic = Some(diagnostic_from_series(
-                &series,
-                seconds,
-                samples,
-                bytes,
-                iterator_creation_s,
-            ));
-            run.steps = Some(series);
-        } else {
-            run.whole_run = Some(WholeRun::measured(seconds, samples, steps, bytes));
-        }
-        run.memory = Some(Memory {
-            host_peak_rss_bytes: host_peak_rss_bytes(),
-            ..Memory::default()
-        });
-        watch.finish(&mut run);
-        Ok(run)
+        Ok(run_epoch(&mut steps, slot, cx.stop)?)
     }
-}
-
-/// Why a wgpu epoch's timeline has no GPU series.
-pub(crate) fn no_gpu_series() -> crate::cost::GpuTarget {
-    crate::cost::GpuTarget::None(
-        "the wgpu engine does not map its adapter to an NVML device".into(),
-    )
 }
 
 fn labels(b: &Batch) -> Vec<u32> {
@@ -455,12 +309,7 @@ fn labels(b: &Batch) -> Vec<u32> {
 }
 
 fn loader_error(e: LoaderError) -> UnitError {
-    match e {
-        LoaderError::Worker { .. } | LoaderError::Spawn { .. } => {
-            UnitError::Recorded(Box::new(e.to_failure()))
-        }
-        other => UnitError::Failed(other.to_string()),
-    }
+    loader_failure(e).into()
 }
 
 fn wgpu_error(e: WgpuError) -> UnitError {

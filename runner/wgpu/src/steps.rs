@@ -1,4 +1,4 @@
-//! The wgpu engine's step in the parts the one loop (`crate::measure`)
+//! The wgpu engine's step in the parts the one loop (`stallscope_core::measure`)
 //! times: the next batch (from the native loader, from batches collated in
 //! host memory, gathered in the loop, or none when one batch stays resident
 //! on the device), its `Queue::write_buffer` copy, the WGSL step's submit,
@@ -7,18 +7,9 @@
 use stallscope_bundle::{LoaderStats, TimingMode};
 use stallscope_loader::{Batch, Loader, LoaderEpoch, LoaderError, WorkerRegistry};
 
-use super::{LinearTrainer, WgpuError};
-use crate::cost::GpuTarget;
-use crate::measure::{EpochSteps, LoopError, Steps, Taken};
-
-impl From<WgpuError> for LoopError {
-    fn from(e: WgpuError) -> Self {
-        match e {
-            WgpuError::Interrupted => LoopError::Interrupted,
-            other => LoopError::Failed(other.to_string()),
-        }
-    }
-}
+use super::LinearTrainer;
+use stallscope_core::cost::GpuTarget;
+use stallscope_core::measure::{EpochSteps, LoopError, Steps, Taken};
 
 /// A loader error as the bundle records it: a worker's failure names the
 /// worker and the sample.
@@ -77,7 +68,9 @@ impl Steps for WgpuSteps<'_, '_> {
         _mode: &TimingMode,
     ) -> Result<Box<dyn EpochSteps + '_>, LoopError> {
         let source = match &mut self.batches {
-            Batches::Loader(l) => Source::Loader(l.start_epoch(epoch).map_err(loader_failure)?),
+            Batches::Loader(l) => {
+                Source::Loader(Box::new(l.start_epoch(epoch).map_err(loader_failure)?))
+            }
             Batches::Host(h) => Source::Host(h.iter()),
             Batches::Resident(rows) => Source::Resident(rows.iter()),
             Batches::Gather {
@@ -123,7 +116,7 @@ impl Steps for WgpuSteps<'_, '_> {
 }
 
 enum Source<'e> {
-    Loader(LoaderEpoch),
+    Loader(Box<LoaderEpoch>),
     Host(std::slice::Iter<'e, HostBatch>),
     Resident(std::slice::Iter<'e, usize>),
     Gather {
@@ -138,7 +131,7 @@ enum Source<'e> {
 enum Current<'e> {
     None,
     /// The loader's batch; its labels as u32 in `WgpuEpoch::y`.
-    Loaded(Batch),
+    Loaded(Box<Batch>),
     Host(&'e HostBatch),
     /// Gathered into `WgpuEpoch::x` and `y`.
     Gathered,
@@ -175,7 +168,7 @@ impl EpochSteps for WgpuEpoch<'_, '_> {
                 self.y.extend(b.labels.iter().map(|&l| l as u32));
                 self.rows = self.y.len();
                 let t = taken(self.rows, &b.inputs, &self.y);
-                self.current = Current::Loaded(b);
+                self.current = Current::Loaded(Box::new(b));
                 t
             }
             Source::Host(it) => {

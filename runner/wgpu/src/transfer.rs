@@ -1,17 +1,14 @@
 //! Host-to-device copies on wgpu (`Queue::write_buffer` into a device
-//! buffer), reported as bytes per second per size, in both timing modes:
-//! whole-run queues every copy and waits once; diagnostic waits after each.
+//! buffer), reported as bytes per second per size, each copy one step of
+//! the one loop (`stallscope_core::measure`): whole-run queues every copy and waits
+//! once; diagnostic waits after each.
 
-use std::time::Instant;
+use stallscope_bundle::{Configuration, Experiment, ExperimentKind, ParamValue, Run, TimingMode};
 
-use stallscope_bundle::{
-    Configuration, Experiment, ExperimentKind, Memory, ParamValue, Phase, Run, StepSeries,
-    TimingMode, WholeRun,
-};
-
-use super::{WgpuCtx, WgpuError, host_peak_rss_bytes};
-use crate::driver::{Driven, UnitCtx, UnitError};
-use crate::train::diagnostic_from_series;
+use super::WgpuCtx;
+use stallscope_core::cost::GpuTarget;
+use stallscope_core::driver::{Driven, UnitCtx, UnitError};
+use stallscope_core::measure::{EpochSlot, EpochSteps, LoopError, Stages, Steps, Taken, run_epoch};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -19,88 +16,127 @@ pub struct TransferPlan {
     pub sizes_bytes: Vec<u64>,
     /// Copies per run.
     pub copies: u32,
+    /// Timed epochs per mode (the first cold, the rest steady).
+    pub epochs: u32,
 }
 
-fn one_size(ctx: &WgpuCtx, size: u64, copies: u32, repeat: u32) -> Result<Vec<Run>, WgpuError> {
+/// One size's copies as the one loop's steps: no batch to wait for, the
+/// copy (`write_buffer` and a submit), no compute (its diagnostic column is
+/// zero, as the description says).
+struct WriteSteps<'c> {
+    ctx: &'c WgpuCtx,
+    buf: wgpu::Buffer,
+    host: Vec<u8>,
+    copies: u32,
+}
+
+impl WriteSteps<'_> {
+    fn write(&self) {
+        self.ctx.queue.write_buffer(&self.buf, 0, &self.host);
+        self.ctx.queue.submit(std::iter::empty());
+    }
+}
+
+impl Steps for WriteSteps<'_> {
+    fn synchronize(&mut self) -> Result<(), LoopError> {
+        Ok(self.ctx.wait()?)
+    }
+
+    fn start_epoch(
+        &mut self,
+        _: u32,
+        _: &TimingMode,
+    ) -> Result<Box<dyn EpochSteps + '_>, LoopError> {
+        let left = self.copies;
+        Ok(Box::new(WriteEpoch { steps: self, left }))
+    }
+
+    fn stages(&self) -> Stages {
+        Stages {
+            transfer: true,
+            compute: false,
+        }
+    }
+
+    fn gpu(&self) -> GpuTarget {
+        GpuTarget::None("the wgpu engine does not map its adapter to an NVML device".into())
+    }
+}
+
+struct WriteEpoch<'s, 'c> {
+    steps: &'s WriteSteps<'c>,
+    left: u32,
+}
+
+impl EpochSteps for WriteEpoch<'_, '_> {
+    fn next(&mut self) -> Result<Option<Taken>, LoopError> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        Ok(Some(Taken {
+            samples: 1,
+            bytes: self.steps.host.len() as u64,
+        }))
+    }
+
+    fn copy(&mut self) -> Result<(), LoopError> {
+        self.steps.write();
+        Ok(())
+    }
+
+    fn compute(&mut self) -> Result<(), LoopError> {
+        Ok(())
+    }
+
+    fn synchronize(&mut self) -> Result<(), LoopError> {
+        Ok(self.steps.ctx.wait()?)
+    }
+}
+
+fn one_size(
+    ctx: &WgpuCtx,
+    plan: &TransferPlan,
+    size: u64,
+    repeat: u32,
+    cx: &UnitCtx,
+    experiment: &str,
+    cid: &str,
+) -> Result<Vec<Run>, UnitError> {
     if size > ctx.limits.max_buffer_size {
-        return Err(WgpuError::Invalid(format!(
+        return Err(UnitError::Failed(format!(
             "{size} bytes exceed the device's largest buffer ({} bytes)",
             ctx.limits.max_buffer_size
         )));
     }
     let size = size.div_ceil(4) * 4;
-    let host: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
-    let buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("transfer"),
-        size,
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
+    let steps = &mut WriteSteps {
+        ctx,
+        buf: ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("transfer"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        }),
+        host: (0..size).map(|i| (i % 251) as u8).collect(),
+        copies: plan.copies,
+    };
     // Warm-up copy outside the timed region.
-    ctx.queue.write_buffer(&buf, 0, &host);
-    ctx.queue.submit(std::iter::empty());
-    ctx.wait()?;
-    let bytes = size * u64::from(copies);
+    steps.write();
+    ctx.wait().map_err(LoopError::from)?;
     let mut runs = Vec::new();
     for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
-        let mut run = Run::new(
-            format!("{}-r{repeat}", mode.as_str()),
-            mode.clone(),
-            repeat,
-            0,
-            Phase::Steady,
-        );
-        ctx.wait()?;
-        let started = Instant::now();
-        match &mode {
-            TimingMode::WholeRun => {
-                for _ in 0..copies {
-                    ctx.queue.write_buffer(&buf, 0, &host);
-                    ctx.queue.submit(std::iter::empty());
-                }
-                ctx.wait()?;
-                let seconds = started.elapsed().as_secs_f64();
-                run.whole_run = Some(WholeRun {
-                    seconds: Some(seconds),
-                    samples: Some(u64::from(copies)),
-                    samples_per_s: Some(f64::from(copies) / seconds),
-                    steps: Some(u64::from(copies)),
-                    bytes: Some(bytes),
-                    ..WholeRun::default()
-                });
-            }
-            TimingMode::Diagnostic => {
-                let mut s = StepSeries::default();
-                for _ in 0..copies {
-                    let t0 = Instant::now();
-                    let src = host.as_slice();
-                    let t1 = Instant::now();
-                    ctx.queue.write_buffer(&buf, 0, src);
-                    ctx.queue.submit(std::iter::empty());
-                    ctx.wait()?;
-                    let t2 = Instant::now();
-                    s.next_wait_ns.push((t1 - t0).as_nanos() as u64);
-                    s.transfer_ns.push((t2 - t1).as_nanos() as u64);
-                    s.compute_ns.push(0);
-                }
-                let seconds = started.elapsed().as_secs_f64();
-                run.diagnostic = Some(diagnostic_from_series(
-                    &s,
-                    seconds,
-                    u64::from(copies),
-                    bytes,
-                    None,
-                ));
-            }
-            TimingMode::Unknown(_) => {
-                unreachable!("the runner times whole_run and diagnostic only")
-            }
+        for epoch in 0..plan.epochs {
+            cx.progress
+                .epoch(experiment, cid, repeat, mode.clone(), epoch);
+            let slot = EpochSlot {
+                mode: mode.clone(),
+                repeat,
+                epoch,
+            };
+            runs.push(run_epoch(steps, &slot, cx.stop)?);
+            cx.progress.epoch_done();
         }
-        run.memory = Some(Memory {
-            host_peak_rss_bytes: host_peak_rss_bytes(),
-            ..Memory::default()
-        });
-        runs.push(run);
     }
     Ok(runs)
 }
@@ -157,23 +193,21 @@ impl Driven for WgpuTransfer<'_> {
     }
 
     fn epochs_per_unit(&self) -> u64 {
-        2
+        2 * u64::from(self.plan.epochs)
     }
 
     fn run_unit(&mut self, index: usize, repeat: u32, cx: &UnitCtx) -> Result<Vec<Run>, UnitError> {
-        let id = &self.experiment.configurations[index].id;
-        cx.progress
-            .epoch(&self.experiment.id, id, repeat, TimingMode::WholeRun, 0);
-        let runs = one_size(
+        let e = &self.experiment;
+        let size = self.plan.sizes_bytes[index];
+        one_size(
             self.ctx,
-            self.plan.sizes_bytes[index],
-            self.plan.copies,
+            &self.plan,
+            size,
             repeat,
+            cx,
+            &e.id,
+            &e.configurations[index].id,
         )
-        .map_err(|e| UnitError::Failed(e.to_string()));
-        cx.progress.epoch_done();
-        cx.progress.epoch_done();
-        runs
     }
 }
 
@@ -187,10 +221,14 @@ mod tests {
         let plan = TransferPlan {
             sizes_bytes: vec![4096, 1 << 20],
             copies: 8,
+            epochs: 2,
         };
         let mut t = WgpuTransfer::new(&ctx, "transfer_wgpu", "copies", plan);
-        let (e, outcome) = crate::driver::drive_alone(&mut t, 1);
-        assert_eq!(outcome, crate::driver::Outcome::Finished { failures: 0 });
+        let (e, outcome) = stallscope_core::driver::drive_alone(&mut t, 1);
+        assert_eq!(
+            outcome,
+            stallscope_core::driver::Outcome::Finished { failures: 0 }
+        );
         for c in &e.configurations {
             assert!(c.failure.is_none(), "{:?}", c.failure);
             let w = c

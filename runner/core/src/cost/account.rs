@@ -94,7 +94,7 @@ pub fn epoch_cost(
         kind: CpuPartKind::Process,
         user_s: runner.user_s,
         system_s: runner.system_s,
-        peak_rss_bytes: crate::device::host_peak_rss(),
+        peak_rss_bytes: crate::host::peak_rss_bytes(),
     }];
     let mut cpu_s = runner.total();
     let mut workers_peak: Option<u64> = None;

@@ -8,16 +8,14 @@ pub mod account;
 pub mod nvml;
 pub mod proc;
 pub mod sampler;
-pub mod step_memory;
 pub mod tree;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use stallscope_bundle::{LoaderStats, Memory, Run};
+use stallscope_bundle::{Memory, Run};
 use stallscope_loader::WorkerRegistry;
 
-use crate::feed::{EpochIter, Feed, FeedError, HostBatch};
 pub use account::{CpuSnapshot, epoch_cost};
 pub use nvml::GpuTarget;
 pub use sampler::{INTERVAL, Sampler, SamplerSpec};
@@ -46,13 +44,8 @@ pub struct EpochWatch {
 
 impl EpochWatch {
     /// Read the counters now; with `timeline`, start the sampler too.
-    pub fn start(feed: &dyn Feed, gpu: GpuTarget, timeline: bool) -> Self {
-        Self::start_with(feed.workers(), gpu, timeline)
-    }
-
-    /// The same for an engine without a [`Feed`] (wgpu): `workers` is the
-    /// loader's worker list, if it has one.
-    pub fn start_with(workers: Option<WorkerRegistry>, gpu: GpuTarget, timeline: bool) -> Self {
+    /// `workers` is the loader's worker list, if it has one.
+    pub fn start(workers: Option<WorkerRegistry>, gpu: GpuTarget, timeline: bool) -> Self {
         let steps = Arc::new(AtomicU64::new(0));
         let (sampler, sampler_error) = if timeline && timeline_enabled() {
             match Sampler::start(SamplerSpec {
@@ -78,17 +71,10 @@ impl EpochWatch {
         }
     }
 
-    /// The counter of steps taken, for a loop that counts them itself.
+    /// The counter of steps taken (the loop counts each batch it takes, so
+    /// the step in progress is included).
     pub fn steps(&self) -> Arc<AtomicU64> {
         Arc::clone(&self.steps)
-    }
-
-    /// `feed`, counting the batches it hands out for the timeline's steps.
-    pub fn count<'a>(&self, feed: &'a mut dyn Feed) -> Counted<'a> {
-        Counted {
-            inner: feed,
-            steps: Arc::clone(&self.steps),
-        }
     }
 
     /// Read the counters again (right after the epoch, before the workers
@@ -119,55 +105,5 @@ impl EpochWatch {
                 .get_or_insert_with(Memory::default)
                 .workers_peak_rss_bytes = Some(peak);
         }
-    }
-}
-
-/// A feed that counts the batches it hands out (the timeline's `steps`:
-/// batches taken by the loop, so the one in progress is included).
-pub struct Counted<'a> {
-    inner: &'a mut dyn Feed,
-    steps: Arc<AtomicU64>,
-}
-
-struct CountedIter<'a> {
-    inner: Box<dyn EpochIter + 'a>,
-    steps: Arc<AtomicU64>,
-}
-
-impl EpochIter for CountedIter<'_> {
-    fn next_batch(&mut self) -> Option<Result<HostBatch, FeedError>> {
-        let b = self.inner.next_batch();
-        if matches!(b, Some(Ok(_))) {
-            self.steps.fetch_add(1, Ordering::Relaxed);
-        }
-        b
-    }
-}
-
-impl Feed for Counted<'_> {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn samples_per_epoch(&self) -> u64 {
-        self.inner.samples_per_epoch()
-    }
-    fn batches_per_epoch(&self) -> u64 {
-        self.inner.batches_per_epoch()
-    }
-    fn batch_bytes(&self) -> u64 {
-        self.inner.batch_bytes()
-    }
-    fn start_epoch(&mut self, epoch: u32) -> Result<Box<dyn EpochIter + '_>, FeedError> {
-        let inner = self.inner.start_epoch(epoch)?;
-        Ok(Box::new(CountedIter {
-            inner,
-            steps: Arc::clone(&self.steps),
-        }))
-    }
-    fn loader_stats(&mut self) -> Option<LoaderStats> {
-        self.inner.loader_stats()
-    }
-    fn workers(&self) -> Option<WorkerRegistry> {
-        self.inner.workers()
     }
 }

@@ -20,14 +20,29 @@ pub enum GpuTarget {
     None(String),
 }
 
-impl GpuTarget {
-    /// The target of a libtorch device context.
-    pub fn of(ctx: &crate::device::DeviceCtx) -> Self {
-        match ctx.cuda_index() {
-            Some(i) => GpuTarget::Cuda(i),
-            None => GpuTarget::None("the device is the CPU".into()),
-        }
-    }
+/// A CUDA engine's own counters the probe reads beside NVML, without a
+/// synchronisation: its caching allocator's allocated and reserved bytes,
+/// and the runtime's free and total device memory. The libtorch engine
+/// installs them when it opens a CUDA device ([`install_device_counters`]);
+/// where none are installed (another process's GPU, as the peers' harness)
+/// those series stay empty.
+pub trait DeviceCounters: Send + Sync {
+    /// (allocated, reserved) bytes of the allocator on CUDA device `cuda`.
+    fn allocator(&self, cuda: u32) -> Option<(u64, u64)>;
+    /// (free, total) bytes of CUDA device `cuda` (`cudaMemGetInfo`).
+    fn mem_info(&self, cuda: u32) -> Option<(u64, u64)>;
+}
+
+static COUNTERS: OnceLock<Box<dyn DeviceCounters>> = OnceLock::new();
+
+/// Install the engine's device counters (once per process; later calls are
+/// ignored).
+pub fn install_device_counters(counters: Box<dyn DeviceCounters>) {
+    let _ = COUNTERS.set(counters);
+}
+
+fn counters() -> Option<&'static dyn DeviceCounters> {
+    COUNTERS.get().map(|c| &**c)
 }
 
 /// NVML, initialised once per process; the error says why not.
@@ -106,7 +121,7 @@ pub fn open(target: &GpuTarget, with_nvml: bool) -> (Option<GpuProbe>, Option<St
             used: true,
             clock: on,
             pcie: on,
-            allocator: true,
+            allocator: counters().is_some(),
         },
     };
     (Some(probe), why)
@@ -164,12 +179,12 @@ impl GpuProbe {
             }
         }
         if self.live.allocator {
-            match crate::shim::cuda_memory_stats(self.cuda) {
-                Ok(s) => {
-                    g.allocated_bytes.push(s.allocated);
-                    g.reserved_bytes.push(s.reserved);
+            match counters().and_then(|c| c.allocator(self.cuda)) {
+                Some((allocated, reserved)) => {
+                    g.allocated_bytes.push(allocated);
+                    g.reserved_bytes.push(reserved);
                 }
-                Err(_) => {
+                None => {
                     self.live.allocator = false;
                     g.allocated_bytes.clear();
                     g.reserved_bytes.clear();
@@ -179,8 +194,10 @@ impl GpuProbe {
         // Without NVML, the device's used memory as the CUDA runtime sees it
         // (`cudaMemGetInfo`, which does not synchronise either).
         if self.device.is_none() {
-            let used =
-                crate::shim::cuda_mem_info(self.cuda).map(|(free, total)| total - free.min(total));
+            let used = counters()
+                .and_then(|c| c.mem_info(self.cuda))
+                .map(|(free, total)| total - free.min(total))
+                .ok_or("no device counters");
             keep(&mut self.live.used, &mut g.memory_used_bytes, used);
         }
     }
@@ -192,18 +209,24 @@ mod tests {
 
     #[test]
     fn the_cpu_records_why_there_is_no_gpu_series() {
-        let (probe, why) = open(&GpuTarget::of(&crate::device::DeviceCtx::cpu()), true);
+        let (probe, why) = open(&GpuTarget::None("the device is the CPU".into()), true);
         assert!(probe.is_none());
         assert_eq!(why.as_deref(), Some("the device is the CPU"));
     }
 
-    /// On a machine without libnvidia-ml (this one), NVML fails cleanly with
-    /// the reason; on one with a driver the device opens.
+    /// NVML loads exactly where the NVIDIA driver is (`/proc/driver/nvidia`),
+    /// and fails cleanly with the reason where it is not.
     #[test]
     fn nvml_loads_or_says_why_not() {
-        match nvml() {
-            Ok(_) => {}
-            Err(e) => assert!(e.contains("NVML is not available"), "{e}"),
+        let driver = std::path::Path::new("/proc/driver/nvidia/version").exists();
+        match (driver, nvml()) {
+            (true, Ok(n)) => assert!(n.device_count().is_ok_and(|c| c > 0)),
+            (false, Err(e)) => assert!(e.contains("NVML is not available"), "{e}"),
+            (driver, got) => panic!(
+                "the NVIDIA driver is {}, but NVML {}",
+                if driver { "present" } else { "absent" },
+                got.map_or_else(|e| format!("failed: {e}"), |_| "loaded".into())
+            ),
         }
         let (probe, why) = open(&GpuTarget::Cuda(0), true);
         assert!(probe.is_some(), "the allocator series are still tried");

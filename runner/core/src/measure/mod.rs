@@ -35,21 +35,49 @@ use crate::cost::{EpochWatch, GpuTarget};
 mod tests;
 
 /// Why an epoch stopped.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 pub enum LoopError {
-    #[error("interrupted (Ctrl-C)")]
     Interrupted,
     /// The ranks' per-step barrier failed (`crate::ranks`): a
     /// `Failure::CommTimeout` naming the missing ranks.
-    #[error("comm: {0:?}")]
     Comm(Box<Failure>),
     /// A failure the engine records as it is (a loader worker's names the
     /// worker and the sample).
-    #[error("{0:?}")]
     Recorded(Box<Failure>),
     /// Anything else, in words that say what was expected.
-    #[error("{0}")]
     Failed(String),
+}
+
+impl std::fmt::Display for LoopError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoopError::Interrupted => f.write_str("interrupted (Ctrl-C)"),
+            LoopError::Comm(failure) => write!(f, "comm: {failure:?}"),
+            LoopError::Recorded(failure) => write!(f, "{failure:?}"),
+            LoopError::Failed(message) => f.write_str(message),
+        }
+    }
+}
+
+/// Any engine's error (libtorch's, wgpu's, a feed's) ends the epoch with
+/// its message: so an engine's step parts use `?` on their own errors.
+/// (`LoopError` is not itself a `std::error::Error`, as `anyhow::Error` is
+/// not, so this impl does not overlap `From<T> for T`.)
+impl<E: std::error::Error> From<E> for LoopError {
+    fn from(e: E) -> Self {
+        LoopError::Failed(e.to_string())
+    }
+}
+
+impl From<LoopError> for crate::driver::UnitError {
+    fn from(e: LoopError) -> Self {
+        use crate::driver::UnitError;
+        match e {
+            LoopError::Interrupted => UnitError::Interrupted,
+            LoopError::Comm(failure) | LoopError::Recorded(failure) => UnitError::Recorded(failure),
+            LoopError::Failed(message) => UnitError::Failed(message),
+        }
+    }
 }
 
 /// Where one epoch sits in the sweep: its mode, repeat and index.
@@ -166,7 +194,11 @@ pub trait Steps {
 
 /// Run one epoch of `steps` in `slot.mode` and return its [`Run`]: the
 /// figures of its mode, its loader statistics, memory and cost.
-pub fn run_epoch(steps: &mut dyn Steps, slot: &EpochSlot, stop: &AtomicBool) -> Result<Run, LoopError> {
+pub fn run_epoch(
+    steps: &mut dyn Steps,
+    slot: &EpochSlot,
+    stop: &AtomicBool,
+) -> Result<Run, LoopError> {
     crate::host::reset_peak_rss();
     steps.reset_device_peaks();
     let whole_run = slot.mode == TimingMode::WholeRun;

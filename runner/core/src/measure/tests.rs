@@ -43,7 +43,11 @@ impl Steps for Scripted {
         self.log.borrow_mut().push(Call::Sync);
         Ok(())
     }
-    fn start_epoch(&mut self, _: u32, _: &TimingMode) -> Result<Box<dyn EpochSteps + '_>, LoopError> {
+    fn start_epoch(
+        &mut self,
+        _: u32,
+        _: &TimingMode,
+    ) -> Result<Box<dyn EpochSteps + '_>, LoopError> {
         self.log.borrow_mut().push(Call::Start);
         Ok(Box::new(ScriptedEpoch {
             batches: self.batches.clone().into_iter(),
@@ -106,7 +110,7 @@ fn scripted(rng: &mut Rng) -> Scripted {
 
 /// The calls the loop must make, shared with the harness's loop
 /// (`python/tests/test_loop_contract.py` checks the same file).
-const CONTRACT: &str = include_str!("../../../fixtures/loop/contract.json");
+const CONTRACT: &str = include_str!("../../../../fixtures/loop/contract.json");
 
 fn call(name: &str) -> Call {
     match name {
@@ -167,11 +171,22 @@ fn each_mode_waits_where_the_methodology_says_and_counts_what_it_took() {
         assert_eq!(*s.log.borrow(), want, "{mode:?} {:?}", s.stages);
 
         assert_eq!(run.id, slot.run_id());
-        assert_eq!(run.phase, if slot.epoch == 0 { Phase::Cold } else { Phase::Steady });
+        assert_eq!(
+            run.phase,
+            if slot.epoch == 0 {
+                Phase::Cold
+            } else {
+                Phase::Steady
+            }
+        );
         let samples: u64 = s.batches.iter().sum();
         let cost = run.cost.as_ref().expect("every epoch has its cost");
         assert!(cost.cpu_s >= 0.0 && cost.wall_s >= 0.0);
-        assert!(run.memory.as_ref().is_some_and(|m| m.host_peak_rss_bytes.is_some()));
+        assert!(
+            run.memory
+                .as_ref()
+                .is_some_and(|m| m.host_peak_rss_bytes.is_some())
+        );
         match mode {
             TimingMode::WholeRun => {
                 let w = run.whole_run.as_ref().unwrap();

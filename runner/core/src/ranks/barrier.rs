@@ -1,8 +1,13 @@
-//! The per-step barrier of the ranks through libtorch's c10d `TCPStore`: at
-//! barrier k every rank sets `b{k}/r{rank}` and waits for every rank's key;
-//! on a timeout the keys that do not exist name the missing ranks. A rank
-//! deletes its key of barrier k-1 once it passed barrier k (every rank has
-//! then left k-1), so the store holds at most two keys per rank.
+//! The per-step barrier of the ranks through a key-value store (libtorch's
+//! c10d `TCPStore` in a run; [`KvStore`]): at barrier k every rank sets its
+//! arrival key `b{k}/r{rank}` and adds one to the counter `b{k}/n`; the rank
+//! whose add reaches the world size sets `b{k}/done`, the one key every rank
+//! waits on. So a step costs the store O(world) operations in all, as torch
+//! elastic's counter barrier does, not a wait on every rank's key by every
+//! rank (O(world²)). On a timeout the arrival keys that do not exist name
+//! the missing ranks. A rank deletes its arrival key of barrier k-1 once it
+//! passed barrier k (every rank has then left k-1), and rank 0 deletes k-1's
+//! counter and done keys, so the store holds at most two barriers' keys.
 //!
 //! Every unit (configuration and repeat) the driver enters moves each rank
 //! to the next position, published as `place/r{rank}` = `{pos} {label}`,
@@ -23,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use stallscope_bundle::Failure;
 
-use crate::shim::store::{StoreError, TcpStore, Waited};
+pub use super::store::{KvStore, MemStore, StoreError, StoreOpener, Waited};
 
 /// How long one wait lasts before the ranks look for a stop. A wait that
 /// ends this way is cancelled in step by c10d (`CANCEL_WAIT`).
@@ -31,6 +36,14 @@ pub const SLICE: Duration = Duration::from_millis(250);
 
 /// How many ranks rank 0 looks at per slice for one out of step.
 const LOOK_PER_SLICE: u32 = 32;
+
+/// Where the store is: rank 0 hosts it (`server`) unless a launcher does.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    pub addr: &'a str,
+    pub port: u16,
+    pub server: bool,
+}
 
 /// Why a barrier let a rank go without every rank arriving.
 #[derive(Debug, Clone)]
@@ -43,7 +56,7 @@ pub enum BarrierError {
 
 /// A barrier among `world` ranks over one store connection.
 pub struct Barrier {
-    store: TcpStore,
+    store: Box<dyn KvStore>,
     rank: u32,
     world: u32,
     timeout: Duration,
@@ -123,18 +136,18 @@ impl Unit {
 }
 
 impl Barrier {
-    /// Host the store (`server`) or connect to it at `addr:port`, retrying
-    /// until `timeout`.
+    /// Host the store (`server`) or connect to it at `addr:port` through
+    /// `open`, retrying until `timeout`.
     pub fn connect(
-        addr: &str,
-        port: u16,
-        server: bool,
+        open: &StoreOpener,
+        at: Place,
         rank: u32,
         world: u32,
         timeout: Duration,
         prefix: &str,
     ) -> Result<Self, String> {
-        let store = TcpStore::open(addr, port, server, timeout).map_err(|e| {
+        let Place { addr, port, server } = at;
+        let store = open(addr, port, server, timeout).map_err(|e| {
             if server {
                 format!(
                     "rank {rank}: cannot host the ranks' store on port {port} ({}); check that \
@@ -153,19 +166,38 @@ impl Barrier {
                 )
             }
         })?;
-        Ok(Barrier {
+        Ok(Self::over(
+            store,
+            rank,
+            world,
+            timeout,
+            prefix,
+            format!("{addr}:{port}"),
+        ))
+    }
+
+    /// A barrier over a store already open (`at` names it in messages).
+    pub fn over(
+        store: Box<dyn KvStore>,
+        rank: u32,
+        world: u32,
+        timeout: Duration,
+        prefix: &str,
+        at: String,
+    ) -> Self {
+        Barrier {
             store,
             rank,
             world,
             timeout,
             prefix: prefix.into(),
-            at: format!("{addr}:{port}"),
+            at,
             state: Mutex::new(State::default()),
             lost: Mutex::new(None),
             stop: None,
             announced: AtomicBool::new(false),
             cursor: AtomicU32::new(0),
-        })
+        }
     }
 
     /// Watch `stop` (the run's Ctrl-C / SIGTERM flag) while waiting; it is
@@ -219,6 +251,11 @@ impl Barrier {
         format!("{}{}/b{k}/r{rank}", self.prefix, unit.tag)
     }
 
+    /// Barrier k's counter (`n`) or its done key (`done`).
+    fn shared_key(&self, unit: &Unit, k: u64, what: &str) -> String {
+        format!("{}{}/b{k}/{what}", self.prefix, unit.tag)
+    }
+
     fn place_key(&self, rank: u32) -> String {
         format!("{}place/r{rank}", self.prefix)
     }
@@ -242,6 +279,48 @@ impl Barrier {
         {
             *self.lost.lock().expect("lost") = Some(e);
         }
+    }
+
+    fn failed_key(&self, unit: &Unit) -> String {
+        format!("{}failed/{}", self.prefix, unit.tag)
+    }
+
+    /// This rank's run of its current unit failed (a peer harness's error):
+    /// say so, first finding kept, for the ranks whose harnesses wait for
+    /// this one in their collective. Best effort: a store gone is reported
+    /// by the next barrier.
+    pub fn announce_failure(&self, message: &str) {
+        let unit = self.state.lock().expect("barrier state").unit.clone();
+        let key = self.failed_key(&unit);
+        if !self.store.exists(&key).unwrap_or(true) {
+            let _ = self.store.set(&key, &format!("{}\t{message}", self.rank));
+        }
+    }
+
+    /// Whether another rank's run of this rank's current unit failed: the
+    /// failure to record here (this rank's harness waits for that one in
+    /// its collective, and would until the process group's timeout). The
+    /// ranks stay in step: the next unit meets again.
+    pub fn failed_elsewhere(&self, operation: &str) -> Option<Failure> {
+        let unit = self.state.lock().expect("barrier state").unit.clone();
+        let key = self.failed_key(&unit);
+        if !self.store.exists(&key).ok()? {
+            return None;
+        }
+        let value = self.store.get(&key).ok()?;
+        let (by, message) = value.split_once('\t')?;
+        let by: u32 = by.parse().ok()?;
+        (by != self.rank).then(|| Failure::CommTimeout {
+            operation: operation.into(),
+            timeout_s: None,
+            missing_ranks: vec![by],
+            message: format!(
+                "the ranks went out of step: rank {by}'s run of {} failed ({message}); this \
+                 rank's harness waited for it in its collective and was stopped, instead of \
+                 waiting out the process group's timeout. The next configurations meet again",
+                unit.describe()
+            ),
+        })
     }
 
     /// Where `rank` said it is (the start of the run before its first unit).
@@ -369,7 +448,15 @@ impl Barrier {
             }));
         }
         set.map_err(gone)?;
-        let keys: Vec<String> = (0..self.world).map(|r| self.key(&unit, k, r)).collect();
+        let done = self.shared_key(&unit, k, "done");
+        let arrived = self
+            .store
+            .add(&self.shared_key(&unit, k, "n"), 1)
+            .map_err(gone)?;
+        if arrived == i64::from(self.world) {
+            self.store.set(&done, "1").map_err(gone)?;
+        }
+        let keys = [done];
         let deadline = Instant::now() + self.timeout;
         let waited = loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -391,7 +478,7 @@ impl Barrier {
                     // Every rank left barrier k-1 once all arrived at k. A
                     // store gone since the wait is reported by the next
                     // barrier's first operation, at the place it stops.
-                    if let Err(e) = self.store.delete(&previous) {
+                    if let Err(e) = self.forget(&previous, k) {
                         *self.lost.lock().expect("lost") = Some(e);
                     }
                 }
@@ -422,6 +509,20 @@ impl Barrier {
                 })))
             }
         }
+    }
+
+    /// Delete this rank's arrival key of barrier k-1; rank 0 deletes that
+    /// barrier's counter and done key too.
+    fn forget(&self, previous: &str, k: u64) -> Result<(), StoreError> {
+        self.store.delete(previous)?;
+        if self.rank == 0 {
+            // `previous` is `…/b{k-1}/r0`: its barrier's other keys.
+            let barrier = previous.strip_suffix("/r0").unwrap_or(previous);
+            debug_assert!(barrier.ends_with(&format!("/b{}", k - 1)));
+            self.store.delete(&format!("{barrier}/n"))?;
+            self.store.delete(&format!("{barrier}/done"))?;
+        }
+        Ok(())
     }
 
     /// The store itself went away (rank 0, which hosts it, died).

@@ -8,6 +8,7 @@
 
 pub mod barrier;
 pub mod layout;
+pub mod store;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -19,9 +20,10 @@ use stallscope_loader::Shard;
 
 pub use barrier::{Barrier, BarrierError};
 pub use layout::{LayoutError, MasterFlags, first_host, from_env};
+pub use store::{KvStore, StoreOpener};
 
+use crate::measure::LoopError;
 use crate::suite::RankKnobs;
-use crate::train::LoopError;
 
 /// Test hook: `R:K` makes rank R kill itself (SIGKILL) on arriving at its
 /// K-th barrier, as a rank dying mid-epoch would.
@@ -89,6 +91,45 @@ pub fn another_rank_stopped_now() -> bool {
     }
 }
 
+/// The driver: this rank's current unit failed. The ranks whose peer
+/// harnesses wait for this one's in their collective learn it within a
+/// slice ([`unit_failed_elsewhere`]). Failures of the ranks' own
+/// synchronisation are not announced (the others find those themselves).
+/// A no-op for one process.
+pub fn unit_failed(failure: &Failure) {
+    let Some(b) = current().and_then(|r| r.barrier.as_ref()) else {
+        return;
+    };
+    let message = match failure {
+        Failure::CommTimeout { .. } | Failure::Interrupted { .. } => return,
+        Failure::Error { message } | Failure::Panic { message } => message.clone(),
+        other => format!("{other:?}"),
+    };
+    b.announce_failure(&message.chars().take(600).collect::<String>());
+}
+
+/// For a loop waiting on its peer harness: another rank's failure of this
+/// unit, as the failure to record here. At most one store query per
+/// [`barrier::SLICE`]; `None` for one process.
+pub fn unit_failed_elsewhere(operation: &str) -> Option<Failure> {
+    static LAST: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+    let b = current().and_then(|r| r.barrier.as_ref())?;
+    {
+        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|t| t.elapsed() < barrier::SLICE) {
+            return None;
+        }
+        *last = Some(Instant::now());
+    }
+    b.failed_elsewhere(operation)
+}
+
+/// [`unit_failed_elsewhere`] without the rate limit: for a harness that
+/// failed, whose failure is another rank's when one was announced.
+pub fn unit_failed_elsewhere_now(operation: &str) -> Option<Failure> {
+    current()?.barrier.as_ref()?.failed_elsewhere(operation)
+}
+
 /// The layout of this process from its environment and the flags.
 pub fn detect(flags: &MasterFlags) -> Result<Option<RankLayout>, LayoutError> {
     let mut layout = from_env(&|k| std::env::var(k).ok().filter(|v| !v.is_empty()), flags)?;
@@ -119,6 +160,7 @@ pub fn start(
     mut layout: RankLayout,
     knobs: &RankKnobs,
     stop: &'static AtomicBool,
+    open: &StoreOpener,
 ) -> Result<&'static Ranks, String> {
     let world = layout.world_size;
     let rank = layout.rank;
@@ -147,16 +189,12 @@ pub fn start(
             layout.job_id.as_deref().unwrap_or("run"),
             std::env::var("TORCHELASTIC_RESTART_COUNT").unwrap_or_else(|_| "0".into())
         );
-        let b = Barrier::connect(
-            &layout.master_addr,
-            layout.master_port,
-            hosts_store,
-            rank,
-            world,
-            timeout,
-            &prefix,
-        )?
-        .watching(stop);
+        let at = barrier::Place {
+            addr: &layout.master_addr,
+            port: layout.master_port,
+            server: hosts_store,
+        };
+        let b = Barrier::connect(open, at, rank, world, timeout, &prefix)?.watching(stop);
         b.arrive("the start of the run").map_err(|e| match e {
             BarrierError::Comm(f) => match *f {
                 Failure::CommTimeout { message, .. } => {
@@ -231,6 +269,14 @@ pub fn enter_unit(label: &str) {
         b.enter(label);
     }
 }
+
+/// Whether steps meet at a barrier (a ranked run of more than one rank).
+pub fn barrier_active() -> bool {
+    current().is_some_and(|r| r.barrier.is_some())
+}
+
+/// The note a ranked run's bundle carries about its whole-run barrier.
+pub const SYNCED_BARRIER_NOTE: &str = "Ranks: in whole-run epochs each rank waits for its device     to finish the step before the per-step barrier, so the barrier lines up finished steps, not     queued work; that is one device synchronisation per step, which a training loop without a     per-step collective would not pay (on the CPU there is nothing to wait for).";
 
 /// The per-step barrier of whole-run epochs (untimed); a no-op for one
 /// process.

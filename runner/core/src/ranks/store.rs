@@ -76,7 +76,11 @@ impl KvStore for MemStore {
     fn add(&self, key: &str, delta: i64) -> Result<i64, StoreError> {
         self.touch(1);
         let mut map = self.map();
-        let now = map.get(key).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0) + delta;
+        let now = map
+            .get(key)
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(0)
+            + delta;
         map.insert(key.into(), now.to_string());
         drop(map);
         self.changed.notify_all();

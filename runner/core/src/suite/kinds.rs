@@ -4,7 +4,7 @@
 use super::located::{Located, SuiteError};
 use super::plan::{DataSpec, ExperimentSpec};
 use super::raw::{RawExperiment, RawKnobs};
-use crate::models::ModelSpec;
+use crate::model_spec::ModelSpec;
 
 /// One experiment being parsed: its raw table, its knobs after `--quick`
 /// overrides, and where it sits.

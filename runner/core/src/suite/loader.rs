@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use super::located::{Located, SuiteError};
 use super::plan::{DataPlan, EngineName, ExperimentSpec, LoaderPlan, MpContext};
 use super::raw::{RawCount, RawLoader};
-use crate::loader::{JpegDecoder, OnBadSample, WorkerKind};
-use crate::models::ModelSpec;
+use crate::model_spec::ModelSpec;
+use stallscope_loader::{JpegDecoder, OnBadSample, WorkerKind};
 use toml::Spanned;
 
 /// The engines a suite may name.

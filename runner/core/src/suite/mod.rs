@@ -26,37 +26,43 @@ use raw::{RawKnobs, RawSuite};
 pub const PRESETS: &[(&str, &str)] = &[
     (
         "quickstart",
-        include_str!("../../../fixtures/suites/quickstart.toml"),
+        include_str!("../../../../fixtures/suites/quickstart.toml"),
     ),
     (
         "fashionmnist-batch-sweep",
-        include_str!("../../../fixtures/suites/fashionmnist-batch-sweep.toml"),
+        include_str!("../../../../fixtures/suites/fashionmnist-batch-sweep.toml"),
     ),
     (
         "transfer",
-        include_str!("../../../fixtures/suites/transfer.toml"),
+        include_str!("../../../../fixtures/suites/transfer.toml"),
     ),
-    ("wgpu", include_str!("../../../fixtures/suites/wgpu.toml")),
+    (
+        "wgpu",
+        include_str!("../../../../fixtures/suites/wgpu.toml"),
+    ),
     (
         "workers-light",
-        include_str!("../../../fixtures/suites/workers-light.toml"),
+        include_str!("../../../../fixtures/suites/workers-light.toml"),
     ),
     (
         "image-pipeline",
-        include_str!("../../../fixtures/suites/image-pipeline.toml"),
+        include_str!("../../../../fixtures/suites/image-pipeline.toml"),
     ),
-    ("stall", include_str!("../../../fixtures/suites/stall.toml")),
+    (
+        "stall",
+        include_str!("../../../../fixtures/suites/stall.toml"),
+    ),
     (
         "reproduce-tutorial",
-        include_str!("../../../fixtures/suites/reproduce-tutorial.toml"),
+        include_str!("../../../../fixtures/suites/reproduce-tutorial.toml"),
     ),
     (
         "reproduce-seeds000",
-        include_str!("../../../fixtures/suites/reproduce-seeds000.toml"),
+        include_str!("../../../../fixtures/suites/reproduce-seeds000.toml"),
     ),
     (
         "reproduce-spdl",
-        include_str!("../../../fixtures/suites/reproduce-spdl.toml"),
+        include_str!("../../../../fixtures/suites/reproduce-spdl.toml"),
     ),
 ];
 
@@ -291,14 +297,14 @@ mod tests {
 
     #[test]
     fn the_gpu_checks_suite_parses() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/gpu-peers.toml");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/gpu-peers.toml");
         let text = std::fs::read_to_string(&path).unwrap();
         parse_suite(&text, "gpu-peers.toml", "gpu-peers", Some(&path), false).unwrap();
     }
 
     #[test]
     fn every_file_in_fixtures_suites_is_an_embedded_preset() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/suites");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/suites");
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "toml") {
@@ -387,7 +393,7 @@ mod tests {
         let ExperimentSpec::Loader(lp) = &plan.experiments[0].spec else {
             panic!("a loader plan")
         };
-        assert!(lp.loader_only && lp.model == crate::models::ModelSpec::FashionCnn);
+        assert!(lp.loader_only && lp.model == crate::model_spec::ModelSpec::FashionCnn);
         assert_eq!(lp.engines.len(), 3);
     }
 
@@ -455,7 +461,7 @@ mod tests {
         assert!(matches!(
             lp.data,
             DataPlan::Images {
-                decoder: crate::loader::JpegDecoder::ZuneJpeg,
+                decoder: stallscope_loader::JpegDecoder::ZuneJpeg,
                 scaled_decode: false,
                 ..
             }

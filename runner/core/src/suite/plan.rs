@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use crate::loader::{JpegDecoder, OnBadSample, WorkerKind};
-use crate::models::ModelSpec;
+use crate::model_spec::ModelSpec;
+use stallscope_loader::{JpegDecoder, OnBadSample, WorkerKind};
 
 /// A validated suite: what `stallscope run` executes.
 #[derive(Debug, Clone)]

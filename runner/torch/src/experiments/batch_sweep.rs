@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use stallscope_bundle::{Experiment, ExperimentKind, ParamValue, Run};
 
-use super::{GridExperiment, RunCtx, UnitError, batch_size_configurations, train_unit};
+use super::{GridExperiment, RunCtx, TrainUnit, UnitError, batch_size_configurations, train_unit};
 use crate::data::{FashionMnist, tensor_data};
 use crate::feed::{Dataset, Feed, InLoopConfig, InLoopLoader, Order};
-use crate::models::ModelSpec;
-use crate::suite::{DataSpec, ExperimentPlan, ExperimentSpec};
-use crate::train::CopyMode;
+use crate::steps::CopyMode;
+use stallscope_core::model_spec::ModelSpec;
+use stallscope_core::suite::{DataSpec, ExperimentPlan, ExperimentSpec};
 
 pub struct BatchSweep {
     id: String,
@@ -93,6 +93,10 @@ impl GridExperiment for BatchSweep {
         };
         for (k, v) in [
             ("model", ParamValue::from(self.model.name())),
+            (
+                "parameters",
+                ParamValue::from(self.model.parameters() as i64),
+            ),
             ("data", data.into()),
             ("data_source", self.data_source.clone().into()),
             ("samples", self.samples.into()),
@@ -163,19 +167,18 @@ impl GridExperiment for BatchSweep {
                 .map_err(|e| UnitError::Failed(e.to_string()))?;
             Ok(Box::new(feed))
         };
-        train_unit(
-            rc,
-            &self.id,
-            &format!("bs{batch_size}"),
+        let unit = TrainUnit {
+            exp_id: &self.id,
+            config_id: &format!("bs{batch_size}"),
             repeat,
-            self.epochs,
-            self.model,
+            epochs: self.epochs,
+            model: Some(self.model),
             batch_size,
-            CopyMode {
+            copy: CopyMode {
                 non_blocking: self.pinned,
                 prefetch_to_device: false,
             },
-            &mut make_feed,
-        )
+        };
+        train_unit(rc, &unit, &mut make_feed)
     }
 }

@@ -4,11 +4,11 @@
 use stallscope_bundle::{Experiment, ExperimentKind, LoaderStats, ParamValue, Run};
 use tch::Tensor;
 
-use super::{GridExperiment, RunCtx, UnitError, batch_size_configurations, train_unit};
+use super::{GridExperiment, RunCtx, TrainUnit, UnitError, batch_size_configurations, train_unit};
 use crate::feed::{EpochIter, Feed, FeedError, HostBatch, tensor_bytes};
-use crate::models::ModelSpec;
-use crate::suite::{ExperimentPlan, ExperimentSpec};
-use crate::train::CopyMode;
+use crate::steps::CopyMode;
+use stallscope_core::model_spec::ModelSpec;
+use stallscope_core::suite::{ExperimentPlan, ExperimentSpec};
 
 pub struct Compute {
     id: String,
@@ -120,6 +120,10 @@ impl GridExperiment for Compute {
             settings: [
                 ("model".to_string(), ParamValue::from(self.model.name())),
                 (
+                    "parameters".to_string(),
+                    ParamValue::from(self.model.parameters() as i64),
+                ),
+                (
                     "data".to_string(),
                     "synthetic, resident on the device".into(),
                 ),
@@ -155,16 +159,15 @@ impl GridExperiment for Compute {
         let mut make_feed = || -> Result<Box<dyn Feed>, UnitError> {
             Ok(Box::new(ResidentFeed::new(model, b, steps, device, seed)))
         };
-        train_unit(
-            rc,
-            &self.id,
-            &format!("bs{b}"),
+        let unit = TrainUnit {
+            exp_id: &self.id,
+            config_id: &format!("bs{b}"),
             repeat,
-            self.epochs,
-            self.model,
-            b,
-            CopyMode::default(),
-            &mut make_feed,
-        )
+            epochs: self.epochs,
+            model: Some(self.model),
+            batch_size: b,
+            copy: CopyMode::default(),
+        };
+        train_unit(rc, &unit, &mut make_feed)
     }
 }

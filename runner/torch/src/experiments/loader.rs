@@ -9,14 +9,16 @@ use std::sync::{Arc, Mutex};
 use stallscope_bundle::{Experiment, ExperimentKind, ParamValue, Run};
 
 use super::native_feed::{NativeFeed, Pinning};
-pub(crate) use super::points::{Point, points, swept_knobs};
-use super::points::{configuration, point_id};
-use super::{Fault, LoaderConfig, LoaderError, OnBadSample, Sampler, SourceSpec, full_batch_bytes};
-use crate::experiments::{GridExperiment, RunCtx, UnitError, train_unit};
+use crate::experiments::{GridExperiment, RunCtx, TrainUnit, UnitError, train_unit};
 use crate::feed::Feed;
-use crate::suite::{DataPlan, EngineName, LoaderPlan};
-use crate::suite::{ExperimentPlan, ExperimentSpec};
-use crate::train::CopyMode;
+use crate::steps::CopyMode;
+pub(crate) use stallscope_core::grid::{Point, loader_config, points, swept_knobs};
+use stallscope_core::grid::{configuration, point_id};
+use stallscope_core::suite::{DataPlan, EngineName, LoaderPlan};
+use stallscope_core::suite::{ExperimentPlan, ExperimentSpec};
+use stallscope_loader::{
+    Fault, LoaderConfig, LoaderError, OnBadSample, SourceSpec, full_batch_bytes,
+};
 
 /// Test and demonstration hook: `STALLSCOPE_LOADER_FAULT=panic@N` or
 /// `abort@N` makes the worker loading sample N panic or (a process) abort;
@@ -75,7 +77,7 @@ impl Common {
         let (spec, mut data_source) = super::source_plan::source_spec(lp, seed, rc.data_dir)?;
         let (samples, sample_dims) = match &spec {
             Some(spec) => {
-                let probe = super::open_source(spec).map_err(|e| fail(&e))?;
+                let probe = stallscope_loader::open_source(spec).map_err(|e| fail(&e))?;
                 if let Some(how) = probe.describe() {
                     data_source += &format!("; native loader: {how}");
                 }
@@ -86,13 +88,7 @@ impl Common {
         let parameters = if lp.loader_only || matches!(lp.data, DataPlan::Python { .. }) {
             None
         } else {
-            let t = crate::models::Trainer::new(
-                lp.model,
-                lp.model.default_optimizer(),
-                tch::Device::Cpu,
-                rc.seeds.weights,
-            )?;
-            Some(t.parameter_count() as u64)
+            Some(lp.model.parameters())
         };
         let cuda = rc.device.is_cuda();
         let pin_note = match (
@@ -208,7 +204,7 @@ impl Common {
         put("prefetch_estimate", "batch_bytes × workers × prefetch: an estimate of batch contents only (not the dataset, work in flight, shared memory or pinned staging); compare with the measured host peak RSS".into());
         put(
             "host_peak_rss",
-            if super::points::engine_swept(&self.plan) {
+            if stallscope_core::grid::engine_swept(&self.plan) {
                 "of the process that ran the loop: the runner (native) or the Python harness (pytorch, spdl); worker processes' own memory is not included"
             } else {
                 "of the runner process; worker processes' own memory is not included"
@@ -253,30 +249,19 @@ impl Common {
         non_blocking: bool,
         to_device: bool,
     ) -> Result<Vec<Run>, UnitError> {
-        if self.plan.loader_only {
-            return crate::experiments::loader_only_unit(
-                rc,
-                &self.id,
-                config_id,
-                repeat,
-                self.epochs,
-                make_feed,
-            );
-        }
-        train_unit(
-            rc,
-            &self.id,
+        let unit = TrainUnit {
+            exp_id: &self.id,
             config_id,
             repeat,
-            self.epochs,
-            self.plan.model,
-            self.plan.batch_size as i64,
-            CopyMode {
+            epochs: self.epochs,
+            model: (!self.plan.loader_only).then_some(self.plan.model),
+            batch_size: self.plan.batch_size as i64,
+            copy: CopyMode {
                 non_blocking: non_blocking && self.cuda,
                 prefetch_to_device: to_device && self.cuda,
             },
-            make_feed,
-        )
+        };
+        train_unit(rc, &unit, make_feed)
     }
 }
 
@@ -307,29 +292,6 @@ pub(super) fn recorded(err: UnitError, last_error: &Arc<Mutex<Option<LoaderError
     }
 }
 
-/// The loader's knobs at one point of a plan, for every engine: the
-/// sampler (shuffled from `shuffle_seed` when asked), batch, workers.
-pub(crate) fn loader_config(lp: &LoaderPlan, p: Point, shuffle_seed: u64) -> LoaderConfig {
-    LoaderConfig {
-        batch_size: lp.batch_size,
-        drop_last: lp.drop_last,
-        sampler: if lp.shuffle {
-            Sampler::Shuffled { seed: shuffle_seed }
-        } else {
-            Sampler::Sequential
-        },
-        workers: p.workers,
-        kind: p.kind,
-        prefetch: p.prefetch.max(1),
-        persistent: p.persistent,
-        in_order: lp.in_order,
-        on_bad_sample: lp.on_bad_sample,
-        seed: shuffle_seed,
-        fault: None,
-        worker_program: None,
-    }
-}
-
 /// `kind = "loader"`: the knobs swept, across the engines.
 pub struct LoaderExperiment {
     common: Common,
@@ -354,7 +316,7 @@ impl LoaderExperiment {
             .iter()
             .map(|p| match p.engine {
                 EngineName::Native => None,
-                e => crate::peers::python::available(e).err(),
+                e => stallscope_peers::python::available(e).err(),
             })
             .collect();
         Ok(LoaderExperiment {

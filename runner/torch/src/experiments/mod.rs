@@ -1,11 +1,16 @@
 //! The libtorch engine's experiments: each kind builds its bundle
 //! [`Experiment`] skeleton and runs one (configuration, repeat) unit at a
-//! time; [`TorchEngine`] hands them to the one driver (`crate::driver`),
+//! time; [`TorchEngine`] hands them to the one driver (`stallscope_core::driver`),
 //! which owns the order of repeats, panic isolation, Ctrl-C and saving.
 
 pub mod batch_sweep;
 pub mod compute;
+pub mod loader;
+pub mod native_feed;
 pub mod oom_probe;
+mod peer;
+pub mod source_plan;
+mod stall;
 pub mod transfer;
 
 use std::path::Path;
@@ -16,13 +21,14 @@ use stallscope_bundle::{
 };
 
 use crate::device::DeviceCtx;
-use crate::driver::{Driven, NoProgress, UnitCtx};
-pub use crate::driver::{Outcome, Progress, UnitError, order, panic_message};
-use crate::engine::Engine;
 use crate::feed::Feed;
 use crate::models::{ModelSpec, Trainer};
-use crate::suite::{ExperimentPlan, ExperimentSpec, Plan};
-use crate::train::{CopyMode, EpochSlot, LoopError, run_epoch, warm_up};
+use crate::steps::{CopyMode, TorchSteps, warm_up};
+use stallscope_core::driver::{Driven, NoProgress, UnitCtx};
+pub use stallscope_core::driver::{Outcome, Progress, UnitError, order, panic_message};
+use stallscope_core::engine::Engine;
+use stallscope_core::measure::{EpochSlot, run_epoch};
+use stallscope_core::suite::{ExperimentPlan, ExperimentSpec, Plan};
 
 /// What every libtorch experiment needs from the run.
 pub struct RunCtx<'a> {
@@ -33,20 +39,10 @@ pub struct RunCtx<'a> {
     pub progress: &'a dyn Progress,
 }
 
-impl From<LoopError> for UnitError {
-    fn from(e: LoopError) -> Self {
-        match e {
-            LoopError::Interrupted => UnitError::Interrupted,
-            LoopError::Comm(failure) => UnitError::Recorded(failure),
-            other => UnitError::Failed(other.to_string()),
-        }
-    }
-}
-
-impl From<tch::TchError> for UnitError {
-    fn from(e: tch::TchError) -> Self {
-        UnitError::Failed(e.to_string())
-    }
+/// A libtorch error as a unit's failure (`?` cannot convert between two
+/// foreign types).
+pub fn failed(e: tch::TchError) -> UnitError {
+    UnitError::Failed(e.to_string())
 }
 
 /// A libtorch experiment with a fixed grid of configurations.
@@ -106,19 +102,11 @@ impl Driven for TorchGrid<'_> {
 
 impl Engine for TorchEngine<'_> {
     fn environment(&self) -> Environment {
-        crate::envinfo::environment(self.device)
+        crate::environment::environment(self.device)
     }
 
     fn device_name(&self) -> String {
         self.device.info().name
-    }
-
-    fn notes(&self) -> Vec<String> {
-        if crate::device::reset_host_peak_rss() {
-            Vec::new()
-        } else {
-            vec!["Host peak RSS could not be reset between epochs (/proc/self/clear_refs refused): each figure is the process's peak so far.".into()]
-        }
     }
 
     fn experiment<'a>(
@@ -160,91 +148,73 @@ fn grid_for<'a>(
             unreachable!("the OOM probe is an adaptive experiment, built apart")
         }
         ExperimentSpec::Loader(_) => {
-            Box::new(crate::loader::experiment::LoaderExperiment::new(plan, rc)?)
+            Box::new(crate::experiments::loader::LoaderExperiment::new(plan, rc)?)
         }
         ExperimentSpec::Stall(_) => {
-            Box::new(crate::loader::experiment::StallExperiment::new(plan, rc)?)
+            Box::new(crate::experiments::loader::StallExperiment::new(plan, rc)?)
         }
     })
 }
 
-/// The shared unit of the training experiments: for each timing mode a fresh
-/// model (same initial weights) and feed, one warm-up step, then `epochs`
-/// timed epochs (the first cold, the rest steady).
-#[allow(clippy::too_many_arguments)]
-pub fn train_unit(
-    rc: &RunCtx,
-    exp_id: &str,
-    config_id: &str,
-    repeat: u32,
-    epochs: u32,
-    model: ModelSpec,
-    batch_size: i64,
-    copy: CopyMode,
-    make_feed: &mut dyn FnMut() -> Result<Box<dyn Feed>, UnitError>,
-) -> Result<Vec<Run>, UnitError> {
-    let mut runs = Vec::new();
-    for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
-        let mut trainer = Trainer::new(
-            model,
-            model.default_optimizer(),
-            rc.device.device,
-            rc.seeds.weights,
-        )?;
-        let mut feed = make_feed()?;
-        warm_up(&mut trainer, rc.device, batch_size)?;
-        for epoch in 0..epochs {
-            rc.progress
-                .epoch(exp_id, config_id, repeat, mode.clone(), epoch);
-            rc.device.reset_peaks();
-            let slot = EpochSlot {
-                mode: mode.clone(),
-                repeat,
-                epoch,
-            };
-            let run = run_epoch(&mut trainer, feed.as_mut(), rc.device, copy, slot, rc.stop)?;
-            rc.progress.epoch_done();
-            runs.push(run);
-        }
-        drop(feed);
-        drop(trainer);
-        rc.device.empty_cache();
-    }
-    Ok(runs)
+/// One unit of a training experiment: a configuration, once.
+pub struct TrainUnit<'a> {
+    pub exp_id: &'a str,
+    pub config_id: &'a str,
+    pub repeat: u32,
+    pub epochs: u32,
+    /// The model trained; `None` for `model = "none"`: the loop takes each
+    /// batch from the feed and does nothing else (seeds/002's first check).
+    pub model: Option<ModelSpec>,
+    pub batch_size: i64,
+    pub copy: CopyMode,
 }
 
-/// One unit of `model = "none"`: per timing mode a fresh feed, then
-/// `epochs` loops over the loader alone (no trainer, no warm-up step).
-pub fn loader_only_unit(
+/// The shared unit of the training experiments: for each timing mode a fresh
+/// model (same initial weights) and feed, one warm-up step, then `epochs`
+/// timed epochs (the first cold, the rest steady) through the one loop.
+pub fn train_unit(
     rc: &RunCtx,
-    exp_id: &str,
-    config_id: &str,
-    repeat: u32,
-    epochs: u32,
+    unit: &TrainUnit,
     make_feed: &mut dyn FnMut() -> Result<Box<dyn Feed>, UnitError>,
 ) -> Result<Vec<Run>, UnitError> {
     let mut runs = Vec::new();
     for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
+        let mut trainer = match unit.model {
+            Some(m) => Some(
+                Trainer::new(m, m.default_optimizer(), rc.device.device, rc.seeds.weights)
+                    .map_err(failed)?,
+            ),
+            None => None,
+        };
         let mut feed = make_feed()?;
-        for epoch in 0..epochs {
-            rc.progress
-                .epoch(exp_id, config_id, repeat, mode.clone(), epoch);
-            rc.device.reset_peaks();
+        if let Some(t) = trainer.as_mut() {
+            warm_up(t, rc.device, unit.batch_size)?;
+        }
+        let mut steps = TorchSteps {
+            trainer: trainer.as_mut(),
+            feed: feed.as_mut(),
+            ctx: rc.device,
+            copy: unit.copy,
+        };
+        for epoch in 0..unit.epochs {
+            rc.progress.epoch(
+                unit.exp_id,
+                unit.config_id,
+                unit.repeat,
+                mode.clone(),
+                epoch,
+            );
             let slot = EpochSlot {
                 mode: mode.clone(),
-                repeat,
+                repeat: unit.repeat,
                 epoch,
             };
-            let mut run = crate::train::loader_only_epoch(feed.as_mut(), slot, rc.stop)?;
-            // The device's counters beside the worker processes' peak the
-            // epoch's watch recorded, which this must not drop.
-            let workers_peak_rss_bytes = run.memory.and_then(|m| m.workers_peak_rss_bytes);
-            run.memory = Some(stallscope_bundle::Memory {
-                workers_peak_rss_bytes,
-                ..rc.device.memory()
-            });
+            runs.push(run_epoch(&mut steps, &slot, rc.stop)?);
             rc.progress.epoch_done();
-            runs.push(run);
+        }
+        drop(feed);
+        if trainer.take().is_some() {
+            rc.device.empty_cache();
         }
     }
     Ok(runs)

@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 use stallscope_bundle::{LoaderStage, LoaderStats};
 use tch::Device;
 
-use super::StageTotal;
-use super::epoch_batches;
-use super::full_batch_bytes;
-use super::{BufferPool, Pooled, SourceSpec};
-use super::{Loader, LoaderEpoch};
-use super::{LoaderConfig, LoaderError, WorkerKind};
 use crate::feed::{EpochIter, Feed, FeedError, HostBatch};
 use crate::shim;
+use stallscope_loader::StageTotal;
+use stallscope_loader::epoch_batches;
+use stallscope_loader::full_batch_bytes;
+use stallscope_loader::{BufferPool, Pooled, SourceSpec};
+use stallscope_loader::{Loader, LoaderEpoch};
+use stallscope_loader::{LoaderConfig, LoaderError, WorkerKind};
 
 /// Whether batches are pinned, and why not when they were asked to be.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,15 +8,16 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
 use stallscope_bundle::{
-    Configuration, Experiment, ExperimentKind, Failure, OomFailure, ParamValue, Phase, Run,
-    TimingMode, WholeRun, analysis,
+    Configuration, Experiment, ExperimentKind, Failure, OomFailure, ParamValue, Run, TimingMode,
+    WholeRun, analysis,
 };
 
 use super::batch_label;
-use crate::driver::{Driven, UnitCtx, UnitError, panic_message};
 use crate::models::{ModelSpec, Trainer, synthetic_batch};
 use crate::shim;
-use crate::suite::{ExperimentPlan, ExperimentSpec};
+use stallscope_core::driver::{Driven, UnitCtx, UnitError, panic_message};
+use stallscope_core::measure::EpochSlot;
+use stallscope_core::suite::{ExperimentPlan, ExperimentSpec};
 
 /// The OOM probe as an adaptive experiment of the driver: it asks for its
 /// next batch from what it measured (doubling, then bisecting) and runs each
@@ -83,6 +84,10 @@ impl Driven for OomProbe<'_> {
             swept: vec!["batch_size".into()],
             settings: [
                 ("model".to_string(), ParamValue::from(model.name())),
+                (
+                    "parameters".to_string(),
+                    ParamValue::from(model.parameters() as i64),
+                ),
                 ("data".to_string(), "synthetic".into()),
                 ("memory_fraction".to_string(), memory_fraction.into()),
             ]
@@ -249,37 +254,26 @@ fn probe(
         // The allocator's counters over the step, sampled on a side thread
         // (CUDA only; reading them does not synchronise). The clock runs
         // inside, so the sampler's start is not timed.
-        let target = crate::cost::nvml::GpuTarget::of(ctx);
-        let (stepped, timeline) = crate::cost::step_memory::with_step_memory(&target, || {
+        let target = ctx.gpu_target();
+        let (stepped, timeline) = crate::step_memory::with_step_memory(&target, || {
             let t0 = Instant::now();
             let r = trainer.step(&x, &y);
             ctx.synchronize();
             r.map(|()| t0.elapsed().as_secs_f64())
         });
         let seconds = stepped?;
-        Ok(Run {
-            id: "whole_run-r0-e0".into(),
-            timing_mode: TimingMode::WholeRun,
+        // One step, whole-run: the run of slot (whole_run, repeat 0, epoch 0).
+        let mut run = EpochSlot {
+            mode: TimingMode::WholeRun,
             repeat: 0,
             epoch: 0,
-            phase: Phase::Cold,
-            summary_of: None,
-            whole_run: Some(WholeRun {
-                seconds: Some(seconds),
-                samples: Some(batch as u64),
-                samples_per_s: Some(batch as f64 / seconds),
-                steps: Some(1),
-                step_s: Some(seconds),
-                bytes: None,
-            }),
-            diagnostic: None,
-            memory: Some(ctx.memory()),
-            loader: None,
-            steps: None,
-            rank: None,
-            cost: None,
-            timeline: timeline.ok(),
-        })
+        }
+        .run();
+        run.whole_run = Some(WholeRun::measured(seconds, batch as u64, 1, 0));
+        run.whole_run.as_mut().expect("just set").bytes = None;
+        run.memory = Some(ctx.memory());
+        run.timeline = timeline.ok();
+        Ok(run)
     }));
     let message = match result {
         Ok(Ok(run)) => return Probe::Fit(Box::new(run)),

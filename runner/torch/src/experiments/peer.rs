@@ -7,11 +7,12 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::experiment::{Common, Point, loader_config};
-use super::{SourceSpec, epoch_batches};
+use super::loader::Common;
 use crate::experiments::{RunCtx, UnitError};
-use crate::peers::{self, LoaderRequest, PeerUnit, Request, protocol::PROTOCOL};
-use crate::suite::DataPlan;
+use stallscope_core::grid::{Point, loader_config};
+use stallscope_core::suite::DataPlan;
+use stallscope_loader::{SourceSpec, epoch_batches};
+use stallscope_peers::{LoaderRequest, PeerUnit, Request, protocol::PROTOCOL};
 
 /// The tensor source written for the harness (raw float32 inputs, int64
 /// labels), removed when the experiment ends.
@@ -37,7 +38,7 @@ fn write_tensor_files(common: &Common, spec: &SourceSpec) -> Result<PeerFiles, S
     else {
         unreachable!("called for tensor sources")
     };
-    let (values, labels) = super::rng::tensor_data(samples, features, classes, seed);
+    let (values, labels) = stallscope_loader::rng::tensor_data(samples, features, classes, seed);
     let dir = std::env::temp_dir().join(format!(
         "stallscope-peers-{}-{}",
         std::process::id(),
@@ -120,12 +121,13 @@ fn peer_source(common: &Common) -> Result<PeerSource, String> {
         }),
         SourceSpec::Idx { dir, samples } => json!({
             "kind": "fashionmnist",
-            "images": dir.join(super::idx::IMAGES_FILE),
-            "labels": dir.join(super::idx::LABELS_FILE),
+            "images": dir.join(stallscope_loader::idx::IMAGES_FILE),
+            "labels": dir.join(stallscope_loader::idx::LABELS_FILE),
             "samples": samples,
         }),
         SourceSpec::Images(img) => {
-            let src = super::images::ImageDirSource::open(img).map_err(|e| e.to_string())?;
+            let src =
+                stallscope_loader::images::ImageDirSource::open(img).map_err(|e| e.to_string())?;
             let files: Vec<serde_json::Value> = src
                 .files()
                 .iter()
@@ -168,8 +170,8 @@ pub(super) fn run_unit(
         },
         torch_threads: Some(tch::get_num_threads()),
         weights_seed: common.weights_seed,
-        model: peers::model_json(lp.model, lp.loader_only),
-        optimizer: peers::optimizer_json(lp.model),
+        model: stallscope_peers::model_json(lp.model, lp.loader_only),
+        optimizer: stallscope_peers::optimizer_json(lp.model),
         source: common
             .peer_source
             .get_or_init(|| peer_source(common))
@@ -198,7 +200,7 @@ pub(super) fn run_unit(
         augment_seed: common.shuffle_seed,
         dist: dist_request(&common.id, config_id, repeat, lp.loader_only),
     };
-    peers::run_unit(&PeerUnit {
+    stallscope_peers::run_unit(&PeerUnit {
         engine: p.engine,
         exp_id: &common.id,
         config_id,
@@ -219,9 +221,9 @@ fn dist_request(
     config_id: &str,
     repeat: u32,
     loader_only: bool,
-) -> Option<peers::protocol::DistRequest> {
-    let l = &crate::ranks::current()?.layout;
-    (l.world_size > 1 && !loader_only).then(|| peers::protocol::DistRequest {
+) -> Option<stallscope_peers::protocol::DistRequest> {
+    let l = &stallscope_core::ranks::current()?.layout;
+    (l.world_size > 1 && !loader_only).then(|| stallscope_peers::protocol::DistRequest {
         rank: l.rank,
         world_size: l.world_size,
         master_addr: l.master_addr.clone(),

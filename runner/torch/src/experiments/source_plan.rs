@@ -4,15 +4,15 @@
 
 use std::path::Path;
 
-use super::generate::{ImageSetSpec, default_cache_root, ensure_image_set};
-use super::{ImageSpec, SourceSpec};
 use crate::experiments::UnitError;
-use crate::models::ModelSpec;
-use crate::suite::{DataPlan, LoaderPlan};
+use stallscope_core::model_spec::ModelSpec;
+use stallscope_core::suite::{DataPlan, LoaderPlan};
+use stallscope_loader::generate::{ImageSetSpec, default_cache_root, ensure_image_set};
+use stallscope_loader::{ImageSpec, SourceSpec};
 
 /// The native source of `lp` (none for a Python Dataset) and what it is,
 /// in words.
-pub(crate) fn source_spec(
+pub fn source_spec(
     lp: &LoaderPlan,
     seed: u64,
     data_dir: Option<&Path>,
@@ -127,8 +127,12 @@ pub(crate) fn source_spec(
                     format!("FashionMNIST IDX files in {}", d.display()),
                 ),
                 None => {
-                    let d = super::idx::ensure_synthetic_dir(&default_cache_root(), *samples, seed)
-                        .map_err(|e| fail(&e))?;
+                    let d = stallscope_loader::idx::ensure_synthetic_dir(
+                        &default_cache_root(),
+                        *samples,
+                        seed,
+                    )
+                    .map_err(|e| fail(&e))?;
                     (
                         d.clone(),
                         format!(

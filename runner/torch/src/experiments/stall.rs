@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 
 use stallscope_bundle::{Configuration, Experiment, ExperimentKind, LoaderStats, Run};
 
-use super::experiment::{Common, Point, native_feed, recorded};
+use super::loader::{Common, Point, native_feed, recorded};
 use super::native_feed::{NativeFeed, Pinning};
 use crate::experiments::{GridExperiment, RunCtx, UnitError};
 use crate::feed::{EpochIter, Feed, FeedError, HostBatch};
-use crate::suite::{ExperimentPlan, ExperimentSpec};
+use stallscope_core::suite::{ExperimentPlan, ExperimentSpec};
 
 const WAYS: [(&str, &str); 3] = [
     (
@@ -38,8 +38,8 @@ impl StallExperiment {
             unreachable!("StallExperiment::new is called for stall plans only")
         };
         let point = Point {
-            engine: crate::suite::EngineName::Native,
-            context: crate::suite::MpContext::Fork,
+            engine: stallscope_core::suite::EngineName::Native,
+            context: stallscope_core::suite::MpContext::Fork,
             to_device: false,
             workers: lp.workers[0],
             kind: lp.kinds[0],
@@ -198,7 +198,8 @@ impl GridExperiment for StallExperiment {
                             sample_ids: b.sample_ids,
                         })
                     })
-                    .collect::<Result<Vec<_>, tch::TchError>>()?;
+                    .collect::<Result<Vec<_>, tch::TchError>>()
+                    .map_err(super::failed)?;
                 let batch_bytes = self.common.stall_batch_bytes();
                 let mut make_feed = || -> Result<Box<dyn Feed>, UnitError> {
                     Ok(Box::new(ResidentBatches {

@@ -1,21 +1,20 @@
 //! `transfer`: host-to-device copies by size, pageable vs pinned, blocking vs
-//! non-blocking. Whole-run: `copies` copies between two synchronizations
-//! (bytes / seconds is the bandwidth). Diagnostic: each copy synchronized.
+//! non-blocking, each copy one step of the one loop (`stallscope_core::measure`).
+//! Whole-run: `copies` copies between two synchronizations (bytes / seconds
+//! is the bandwidth). Diagnostic: each copy synchronized.
 //! On the CPU there is no device to copy to: the experiment then measures a
 //! host memory copy of the same size and says so.
 
-use std::sync::atomic::Ordering;
-use std::time::Instant;
-
 use stallscope_bundle::{
-    Configuration, Experiment, ExperimentKind, ParamValue, Phase, Run, StepSeries, TimingMode,
-    WholeRun,
+    Configuration, Experiment, ExperimentKind, Memory, ParamValue, Run, TimingMode,
 };
 use tch::{Kind, Tensor};
 
-use super::{GridExperiment, RunCtx, UnitError};
-use crate::suite::{ExperimentPlan, ExperimentSpec};
-use crate::train::{EpochSlot, diagnostic_from_series};
+use super::{GridExperiment, RunCtx, UnitError, failed};
+use crate::device::DeviceCtx;
+use stallscope_core::cost::GpuTarget;
+use stallscope_core::measure::{EpochSlot, EpochSteps, LoopError, Stages, Steps, Taken, run_epoch};
+use stallscope_core::suite::{ExperimentPlan, ExperimentSpec};
 
 pub struct Transfer {
     id: String,
@@ -162,112 +161,146 @@ impl GridExperiment for Transfer {
         let p = self.grid[index];
         let ctx = rc.device;
         let elems = (p.size_bytes / 4) as i64;
-        let mut src = Tensor::f_ones([elems], (Kind::Float, tch::Device::Cpu))?;
+        let mut src = Tensor::f_ones([elems], (Kind::Float, tch::Device::Cpu)).map_err(failed)?;
         if p.pinned {
-            src = src.f_pin_memory(ctx.device)?;
+            src = src.f_pin_memory(ctx.device).map_err(failed)?;
         }
-        let mut host_dst = if self.on_cuda {
+        let host_dst = if self.on_cuda {
             None
         } else {
-            Some(Tensor::f_zeros([elems], (Kind::Float, tch::Device::Cpu))?)
+            Some(Tensor::f_zeros([elems], (Kind::Float, tch::Device::Cpu)).map_err(failed)?)
         };
-        let mut copy_once = || -> Result<Option<Tensor>, UnitError> {
-            match host_dst.as_mut() {
-                Some(dst) => {
-                    dst.f_copy_(&src)?;
-                    Ok(None)
-                }
-                None => Ok(Some(src.f_to_device_(
-                    ctx.device,
-                    Kind::Float,
-                    p.non_blocking,
-                    false,
-                )?)),
-            }
+        let mut steps = CopySteps {
+            src,
+            host_dst,
+            ctx,
+            non_blocking: p.non_blocking,
+            copies: self.copies,
+            size_bytes: p.size_bytes,
         };
         // Warm-up copy (allocation, first touch), untimed.
-        drop(copy_once()?);
+        drop(steps.copy_once()?);
         ctx.synchronize();
         let mut runs = Vec::new();
         for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
             for epoch in 0..self.epochs {
                 rc.progress
                     .epoch(&self.id, &p.id(), repeat, mode.clone(), epoch);
-                ctx.reset_peaks();
                 let slot = EpochSlot {
                     mode: mode.clone(),
                     repeat,
                     epoch,
                 };
-                let mut run = Run::new(
-                    slot.run_id(),
-                    mode.clone(),
-                    repeat,
-                    epoch,
-                    if epoch == 0 {
-                        Phase::Cold
-                    } else {
-                        Phase::Steady
-                    },
-                );
-                let copies = u64::from(self.copies);
-                let bytes = copies * p.size_bytes;
-                match &mode {
-                    TimingMode::WholeRun => {
-                        ctx.synchronize();
-                        let t0 = Instant::now();
-                        for _ in 0..self.copies {
-                            // Dropping a device tensor returns its block to the
-                            // caching allocator without synchronizing.
-                            drop(copy_once()?);
-                        }
-                        ctx.synchronize();
-                        let seconds = t0.elapsed().as_secs_f64();
-                        run.whole_run = Some(WholeRun {
-                            seconds: Some(seconds),
-                            samples: Some(copies),
-                            samples_per_s: Some(copies as f64 / seconds),
-                            steps: Some(copies),
-                            step_s: Some(seconds / copies as f64),
-                            bytes: Some(bytes),
-                        });
-                    }
-                    TimingMode::Diagnostic => {
-                        let mut s = StepSeries::default();
-                        ctx.synchronize();
-                        let started = Instant::now();
-                        let mut prev = Instant::now();
-                        for _ in 0..self.copies {
-                            let t1 = Instant::now();
-                            let out = copy_once()?;
-                            ctx.synchronize();
-                            let t2 = Instant::now();
-                            drop(out);
-                            s.next_wait_ns.push((t1 - prev).as_nanos() as u64);
-                            s.transfer_ns.push((t2 - t1).as_nanos() as u64);
-                            s.compute_ns.push(0);
-                            prev = Instant::now();
-                        }
-                        let seconds = started.elapsed().as_secs_f64();
-                        // No compute stage: its column is recorded as zero
-                        // (as the description says), so the stages still sum
-                        // to the step.
-                        run.diagnostic =
-                            Some(diagnostic_from_series(&s, seconds, copies, bytes, None));
-                        run.steps = Some(s);
-                    }
-                    TimingMode::Unknown(_) => {
-                        unreachable!("the runner times whole_run and diagnostic only")
-                    }
-                }
-                run.memory = Some(ctx.memory());
+                runs.push(run_epoch(&mut steps, &slot, rc.stop)?);
                 rc.progress.epoch_done();
-                runs.push(run);
-                if rc.stop.load(Ordering::Relaxed) {
-                    return Err(UnitError::Interrupted);
-                }
             }
         }
         Ok(runs)
+    }
+}
+
+/// The copy as the one loop's step: no batch to wait for, the copy, no
+/// compute (its diagnostic column is recorded as zero, as the description
+/// says, so the stages still sum to the step).
+struct CopySteps<'a> {
+    src: Tensor,
+    /// On the CPU: the host buffer copied into.
+    host_dst: Option<Tensor>,
+    ctx: &'a DeviceCtx,
+    non_blocking: bool,
+    copies: u32,
+    size_bytes: u64,
+}
+
+impl CopySteps<'_> {
+    /// One copy: to the device (returned, so its block goes back to the
+    /// caching allocator when dropped, without a synchronisation), or into
+    /// the host buffer on the CPU.
+    fn copy_once(&mut self) -> Result<Option<Tensor>, LoopError> {
+        match self.host_dst.as_mut() {
+            Some(dst) => {
+                dst.f_copy_(&self.src)?;
+                Ok(None)
+            }
+            None => Ok(Some(self.src.f_to_device_(
+                self.ctx.device,
+                Kind::Float,
+                self.non_blocking,
+                false,
+            )?)),
+        }
+    }
+}
+
+impl Steps for CopySteps<'_> {
+    fn synchronize(&mut self) -> Result<(), LoopError> {
+        self.ctx.synchronize();
+        Ok(())
+    }
+
+    fn start_epoch(
+        &mut self,
+        _: u32,
+        _: &TimingMode,
+    ) -> Result<Box<dyn EpochSteps + '_>, LoopError> {
+        let left = self.copies;
+        Ok(Box::new(CopyEpoch {
+            steps: self,
+            left,
+            out: None,
+        }))
+    }
+
+    fn stages(&self) -> Stages {
+        Stages {
+            transfer: true,
+            compute: false,
+        }
+    }
+
+    fn reset_device_peaks(&mut self) {
+        self.ctx.reset_device_peaks();
+    }
+
+    fn device_memory(&mut self, memory: &mut Memory) {
+        self.ctx.device_memory(memory);
+    }
+
+    fn gpu(&self) -> GpuTarget {
+        self.ctx.gpu_target()
+    }
+}
+
+struct CopyEpoch<'s, 'a> {
+    steps: &'s mut CopySteps<'a>,
+    left: u32,
+    out: Option<Tensor>,
+}
+
+impl EpochSteps for CopyEpoch<'_, '_> {
+    fn next(&mut self) -> Result<Option<Taken>, LoopError> {
+        self.out = None;
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        Ok(Some(Taken {
+            samples: 1,
+            bytes: self.steps.size_bytes,
+        }))
+    }
+
+    fn copy(&mut self) -> Result<(), LoopError> {
+        self.out = self.steps.copy_once()?;
+        Ok(())
+    }
+
+    fn compute(&mut self) -> Result<(), LoopError> {
+        Ok(())
+    }
+
+    fn synchronize(&mut self) -> Result<(), LoopError> {
+        self.steps.ctx.synchronize();
+        Ok(())
     }
 }

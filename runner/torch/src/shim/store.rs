@@ -1,5 +1,7 @@
 //! Typed Rust side of `store.cpp`: libtorch's c10d `TCPStore`, the
-//! key-value store the ranks' per-step barrier (`crate::ranks`) runs through.
+//! key-value store the ranks' per-step barrier (`stallscope_core::ranks`) runs through
+//! ([`KvStore`]; `StoreError` carries libtorch's message, without its
+//! backtrace).
 
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::time::Duration;
@@ -27,13 +29,7 @@ unsafe extern "C" {
     ) -> c_int;
 }
 
-/// A store operation failed; `message` is libtorch's, without its backtrace.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("c10d TCPStore ({call}): {message}")]
-pub struct StoreError {
-    pub call: &'static str,
-    pub message: String,
-}
+pub use stallscope_core::ranks::store::{KvStore, StoreError, Waited};
 
 fn error(call: &'static str) -> StoreError {
     // SAFETY: a pointer to the shim's thread-local NUL-terminated string.
@@ -52,13 +48,6 @@ fn c(s: &str) -> CString {
 
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1)
-}
-
-/// How a wait ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Waited {
-    Ready,
-    TimedOut,
 }
 
 /// One connection to a `TCPStore` (the server too, on rank 0).
@@ -180,6 +169,37 @@ impl TcpStore {
     }
 }
 
+impl KvStore for TcpStore {
+    fn set(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        TcpStore::set(self, key, value)
+    }
+    fn add(&self, key: &str, delta: i64) -> Result<i64, StoreError> {
+        TcpStore::add(self, key, delta)
+    }
+    fn exists(&self, key: &str) -> Result<bool, StoreError> {
+        TcpStore::exists(self, key)
+    }
+    fn get(&self, key: &str) -> Result<String, StoreError> {
+        TcpStore::get(self, key)
+    }
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        TcpStore::delete(self, key)
+    }
+    fn wait(&self, keys: &[String], timeout: Duration) -> Result<Waited, StoreError> {
+        TcpStore::wait(self, keys, timeout)
+    }
+}
+
+/// The ranks' store opener for libtorch's c10d `TCPStore`.
+pub fn open_tcp_store(
+    host: &str,
+    port: u16,
+    server: bool,
+    timeout: Duration,
+) -> Result<Box<dyn KvStore>, StoreError> {
+    Ok(Box::new(TcpStore::open(host, port, server, timeout)?))
+}
+
 impl Drop for TcpStore {
     fn drop(&mut self) {
         // SAFETY: created by ss_store_open, freed once.
@@ -189,7 +209,82 @@ impl Drop for TcpStore {
 
 #[cfg(test)]
 mod tests {
+    use stallscope_core::ranks::barrier::{Barrier, BarrierError, Place};
+
     use super::*;
+
+    /// The ranks' barrier over this store (as a ranked run uses it): three
+    /// ranks as threads meet 20 times; then rank 2 stops coming and the
+    /// others time out naming it.
+    #[test]
+    fn the_ranks_barrier_meets_over_it_and_names_a_missing_rank() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let t = Duration::from_millis(1500);
+        let all: Vec<Barrier> = (0..3)
+            .map(|r| {
+                let at = Place {
+                    addr: "127.0.0.1",
+                    port,
+                    server: r == 0,
+                };
+                Barrier::connect(&open_tcp_store, at, r, 3, t, "b/").unwrap()
+            })
+            .collect();
+        std::thread::scope(|s| {
+            for b in &all {
+                s.spawn(move || {
+                    for step in 0..20 {
+                        b.arrive(&format!("step {step}")).unwrap();
+                    }
+                });
+            }
+        });
+        let ends: Vec<_> = std::thread::scope(|s| {
+            let h: Vec<_> = all[..2]
+                .iter()
+                .map(|b| s.spawn(move || b.arrive("step 0 of epoch 1")))
+                .collect();
+            h.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for end in ends {
+            let Err(BarrierError::Comm(f)) = end else {
+                panic!("expected a comm timeout, got {end:?}")
+            };
+            let stallscope_bundle::Failure::CommTimeout { missing_ranks, .. } = *f else {
+                panic!("{f:?}")
+            };
+            assert_eq!(missing_ranks, vec![2]);
+        }
+    }
+
+    #[test]
+    fn a_taken_port_is_a_message_saying_what_to_check() {
+        let taken = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let t = Duration::from_secs(2);
+        let at = Place {
+            addr: "127.0.0.1",
+            port,
+            server: true,
+        };
+        let e = Barrier::connect(&open_tcp_store, at, 0, 2, t, "t/")
+            .err()
+            .unwrap();
+        assert!(
+            e.starts_with(&format!(
+                "rank 0: cannot host the ranks' store on port {port} ("
+            )),
+            "{e}"
+        );
+        assert!(
+            e.ends_with("or pick another with MASTER_PORT or --master-port"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_server_and_a_client_share_keys_and_a_missing_key_times_out() {

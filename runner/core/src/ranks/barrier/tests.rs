@@ -1,48 +1,51 @@
-//! The barrier over a real TCPStore, its ranks as threads: meeting, a missing
-//! rank, a stop, and ranks that went out of step.
+//! The barrier, its ranks as threads over one in-memory store: meeting, a
+//! missing rank, a stop, ranks that went out of step, and the store
+//! operations a step costs. (`stallscope-torch` runs it over c10d's
+//! TCPStore too.)
+
+use std::sync::Arc;
 
 use super::*;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `world` ranks' barriers over one store.
+type Ranks = fn(u32, Duration, &str) -> Vec<Barrier>;
+
+/// Over one in-memory store.
+fn mem_ranks(world: u32, t: Duration, prefix: &str) -> Vec<Barrier> {
+    let store = Arc::new(MemStore::default());
+    (0..world)
+        .map(|r| {
+            Barrier::over(
+                Box::new(Arc::clone(&store)),
+                r,
+                world,
+                t,
+                prefix,
+                "memory".into(),
+            )
+        })
+        .collect()
 }
 
-#[test]
-fn a_taken_port_is_a_message_saying_what_to_check() {
-    let taken = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
-    let port = taken.local_addr().unwrap().port();
-    let t = Duration::from_secs(2);
-    let e = Barrier::connect("127.0.0.1", port, true, 0, 2, t, "t/")
-        .err()
-        .unwrap();
-    assert!(
-        e.starts_with(&format!(
-            "rank 0: cannot host the ranks' store on port {port} ("
-        )),
-        "{e}"
-    );
-    assert!(
-        e.ends_with("or pick another with MASTER_PORT or --master-port"),
-        "{e}"
-    );
-}
+/// The stores the barrier's tests run over here (the libtorch engine runs
+/// the same barrier over c10d's TCPStore in its own tests and end to end).
+const STORES: [(&str, Ranks); 1] = [("memory", mem_ranks)];
 
 /// Three ranks as threads over a real TCPStore pass many barriers; then
 /// rank 2 stops coming and the others time out naming it, and fail at
 /// once afterwards.
 #[test]
 fn ranks_meet_and_a_missing_rank_is_named() {
-    let port = free_port();
+    for (_, ranks) in STORES {
+        meet_and_name_the_missing(ranks);
+    }
+}
+
+fn meet_and_name_the_missing(ranks: Ranks) {
     let t = Duration::from_millis(1500);
-    let server = Barrier::connect("127.0.0.1", port, true, 0, 3, t, "t/").unwrap();
-    let others: Vec<Barrier> = (1..3)
-        .map(|r| Barrier::connect("127.0.0.1", port, false, r, 3, t, "t/").unwrap())
-        .collect();
-    let all: Vec<&Barrier> = std::iter::once(&server).chain(others.iter()).collect();
+    let owned = ranks(3, t, "t/");
+    let server = &owned[0];
+    let all: Vec<&Barrier> = owned.iter().collect();
     std::thread::scope(|s| {
         for b in &all {
             s.spawn(move || {
@@ -107,22 +110,17 @@ fn one_ranks_stop_stops_the_others_within_a_slice() {
         let world = 2 + rng.below(3) as u32;
         let stopper = rng.below(u64::from(world)) as u32;
         let steps = rng.below(5);
-        let port = free_port();
         let t = Duration::from_secs(60);
         let flags: Vec<&'static AtomicBool> = (0..world)
             .map(|_| &*Box::leak(Box::new(AtomicBool::new(false))))
             .collect();
-        let server = Barrier::connect("127.0.0.1", port, true, 0, world, t, "s/")
-            .unwrap()
-            .watching(flags[0]);
-        let others: Vec<Barrier> = (1..world)
-            .map(|r| {
-                Barrier::connect("127.0.0.1", port, false, r, world, t, "s/")
-                    .unwrap()
-                    .watching(flags[r as usize])
-            })
+        let ranks = STORES[case % STORES.len()].1;
+        let owned: Vec<Barrier> = ranks(world, t, "s/")
+            .into_iter()
+            .zip(&flags)
+            .map(|(b, f)| b.watching(f))
             .collect();
-        let all: Vec<&Barrier> = std::iter::once(&server).chain(others.iter()).collect();
+        let all: Vec<&Barrier> = owned.iter().collect();
         let started = Instant::now();
         let ends: Vec<(u32, Result<(), BarrierError>)> = std::thread::scope(|s| {
             let h: Vec<_> = all
@@ -166,11 +164,14 @@ fn one_ranks_stop_stops_the_others_within_a_slice() {
 /// changes; the keys of a passed barrier are deleted whatever unit it was in.
 #[test]
 fn ranks_in_step_meet_across_units() {
-    let port = free_port();
+    for (_, ranks) in STORES {
+        meet_across_units(ranks);
+    }
+}
+
+fn meet_across_units(ranks: Ranks) {
     let t = Duration::from_secs(30);
-    let all: Vec<Barrier> = (0..3)
-        .map(|r| Barrier::connect("127.0.0.1", port, r == 0, r, 3, t, "i/").unwrap())
-        .collect();
+    let all = ranks(3, t, "i/");
     std::thread::scope(|s| {
         for b in &all {
             s.spawn(move || {
@@ -209,11 +210,8 @@ fn ranks_out_of_step_are_found_within_a_few_slices() {
         let after = rng.below(4);
         // Odd cases: the leaver runs another configuration in the same slot.
         let same_slot = case % 2 == 1;
-        let port = free_port();
         let t = Duration::from_secs(60);
-        let all: Vec<Barrier> = (0..world)
-            .map(|r| Barrier::connect("127.0.0.1", port, r == 0, r, world, t, "o/").unwrap())
-            .collect();
+        let all = STORES[(case / 2) % STORES.len()].1(world, t, "o/");
         let started = Instant::now();
         let ends: Vec<(u32, BarrierError)> = std::thread::scope(|s| {
             let h: Vec<_> = all
@@ -281,5 +279,47 @@ fn ranks_out_of_step_are_found_within_a_few_slices() {
             );
             assert!(all[r as usize].broken().is_some());
         }
+    }
+}
+
+/// The store operations one step's barrier costs grow with the world, not
+/// with its square (counted, not timed): at worlds 2 to 64, every rank's
+/// keys touched per step stay within a constant, once the start is passed.
+#[test]
+fn a_step_costs_the_store_o_world_operations() {
+    for world in [2u32, 3, 4, 8, 16, 32, 64] {
+        let store = Arc::new(MemStore::default());
+        let t = Duration::from_secs(60);
+        let all: Vec<Barrier> = (0..world)
+            .map(|r| {
+                Barrier::over(
+                    Box::new(Arc::clone(&store)),
+                    r,
+                    world,
+                    t,
+                    "c/",
+                    "memory".into(),
+                )
+            })
+            .collect();
+        let steps = |n: u32| {
+            std::thread::scope(|s| {
+                for b in &all {
+                    s.spawn(move || {
+                        for step in 0..n {
+                            b.arrive(&format!("step {step}")).unwrap();
+                        }
+                    });
+                }
+            });
+        };
+        steps(2); // the first barriers delete nothing yet
+        let before = store.touched();
+        steps(10);
+        let per_rank_step = (store.touched() - before) as f64 / f64::from(10 * world);
+        eprintln!("world {world}: {per_rank_step:.2} keys touched per rank per step");
+        // set + add + wait on one key + delete, rank 0's two deletes, and
+        // the last arrival's set: at most 7, whatever the world.
+        assert!(per_rank_step <= 7.0, "world {world}: {per_rank_step}");
     }
 }

@@ -1,0 +1,210 @@
+//! A job unit's records, read back from its folder (`docs/job-protocol.md`):
+//! one JSON-lines file per Python process that built or iterated a
+//! DataLoader. The measured process is the one that opened a window; its
+//! `steps` chunks, `done` or `end`, `cold`, `loader` and `memory` records
+//! make the unit's run, every figure through `shared`'s builders.
+
+use std::path::Path;
+
+use serde_json::Value;
+use stallscope_bundle::analysis::diagnostic_from_series;
+use stallscope_bundle::{LoaderStats, Memory, Run, StepSeries, TimingMode, WholeRun};
+
+/// One process's records, in the order it wrote them.
+pub struct ProcFile {
+    pub name: String,
+    pub records: Vec<Value>,
+}
+
+impl ProcFile {
+    /// The records of `kind`.
+    pub fn of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        self.records
+            .iter()
+            .filter(move |r| r["type"].as_str() == Some(kind))
+    }
+
+    /// The first record of `kind`.
+    pub fn first<'a>(&'a self, kind: &'a str) -> Option<&'a Value> {
+        self.of(kind).next()
+    }
+}
+
+/// Every `proc-*.jsonl` of `dir`, sorted by name; a line that is not JSON
+/// names its file and line.
+pub fn read_dir(dir: &Path) -> Result<Vec<ProcFile>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("proc-") && name.ends_with(".jsonl")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path())
+            .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        let mut records = Vec::new();
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let v: Value = serde_json::from_str(line).map_err(|e| {
+                format!(
+                    "{}:{}: not a JSON record ({e})",
+                    entry.path().display(),
+                    i + 1
+                )
+            })?;
+            records.push(v);
+        }
+        files.push(ProcFile { name, records });
+    }
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(files)
+}
+
+/// The process whose measured window opened (the lowest rank's, when every
+/// rank measured its own).
+pub fn measured(files: &[ProcFile]) -> Option<&ProcFile> {
+    let rank = |f: &ProcFile| {
+        f.first("hello")
+            .and_then(|h| h["rank_env"]["RANK"].as_str())
+            .and_then(|r| r.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    files
+        .iter()
+        .filter(|f| f.first("window").is_some())
+        .min_by_key(|f| rank(f))
+}
+
+/// The window's per-step series, its chunks joined in order.
+pub struct Steps {
+    pub step_ns: Vec<u64>,
+    pub samples: Vec<u64>,
+    pub bytes: Vec<u64>,
+    pub series: StepSeries,
+}
+
+fn numbers(v: &Value, key: &str) -> Vec<u64> {
+    v[key]
+        .as_array()
+        .map(|a| a.iter().map(|x| x.as_u64().unwrap_or(0)).collect())
+        .unwrap_or_default()
+}
+
+/// Join a process's `steps` chunks.
+pub fn steps(f: &ProcFile) -> Steps {
+    let mut s = Steps {
+        step_ns: Vec::new(),
+        samples: Vec::new(),
+        bytes: Vec::new(),
+        series: StepSeries::default(),
+    };
+    for chunk in f.of("steps") {
+        s.step_ns.extend(numbers(chunk, "step_ns"));
+        s.samples.extend(numbers(chunk, "samples"));
+        s.bytes.extend(numbers(chunk, "bytes"));
+        s.series.next_wait_ns.extend(numbers(chunk, "next_wait_ns"));
+        s.series.transfer_ns.extend(numbers(chunk, "transfer_ns"));
+        s.series.compute_ns.extend(numbers(chunk, "compute_ns"));
+    }
+    s
+}
+
+/// The unit's run of `mode`, `repeat` from a completed window (`done`).
+pub fn run(f: &ProcFile, done: &Value, mode: &TimingMode, repeat: u32) -> Run {
+    let s = steps(f);
+    let samples = done["samples"]
+        .as_u64()
+        .unwrap_or_else(|| s.samples.iter().sum());
+    let bytes = done["bytes"]
+        .as_u64()
+        .unwrap_or_else(|| s.bytes.iter().sum());
+    let seconds = done["window_s"].as_f64().unwrap_or(0.0);
+    let steps = s.step_ns.len() as u64;
+    // The window follows the warm-up steps: a steady run.
+    let mut run = Run::new(
+        format!("{}-r{repeat}", mode.as_str()),
+        mode.clone(),
+        repeat,
+        1,
+        stallscope_bundle::Phase::Steady,
+    );
+    let cold = f.first("cold");
+    match mode {
+        TimingMode::Diagnostic => {
+            let creation = cold.and_then(|c| c["iterator_creation_s"].as_f64());
+            run.diagnostic = Some(diagnostic_from_series(
+                &s.series, seconds, samples, bytes, creation,
+            ));
+            run.steps = Some(s.series);
+        }
+        _ => run.whole_run = Some(WholeRun::measured(seconds, samples, steps, bytes)),
+    }
+    run.loader = Some(LoaderStats {
+        time_to_first_batch_s: cold.and_then(|c| c["time_to_first_batch_s"].as_f64()),
+        ..LoaderStats::default()
+    });
+    run.memory = memory(f);
+    run
+}
+
+/// The process's memory at the window's end: the main process's peak, and
+/// the DataLoader workers' resident memory summed.
+fn memory(f: &ProcFile) -> Option<Memory> {
+    let m = f.first("memory")?;
+    let workers: u64 = m["processes"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .filter(|p| p["role"] == "worker")
+                .filter_map(|p| p["rss_bytes"].as_u64())
+                .sum()
+        })
+        .unwrap_or(0);
+    Some(Memory {
+        host_peak_rss_bytes: m["main_peak_rss_bytes"].as_u64(),
+        workers_peak_rss_bytes: (workers > 0).then_some(workers),
+        ..Memory::default()
+    })
+}
+
+/// Why a process ended without completing its window, in one sentence from
+/// its `end` or `error` record (the traceback's last line included).
+pub fn ended(files: &[ProcFile]) -> Option<String> {
+    for f in files {
+        if let Some(e) = f.first("error") {
+            return Some(format!(
+                "the instrumentation failed in {}: {}",
+                e["where"].as_str().unwrap_or("?"),
+                e["message"].as_str().unwrap_or("?")
+            ));
+        }
+    }
+    let f = files.iter().find(|f| f.first("end").is_some())?;
+    let e = f.first("end")?;
+    let reason = e["reason"].as_str().unwrap_or("?");
+    let mut text = format!(
+        "the script ended ({reason}) after {} of the window's steps, in its {}",
+        e["steps"].as_u64().unwrap_or(0),
+        e["phase_at_end"].as_str().unwrap_or("?")
+    );
+    if let Some(ex) = e["exception"].as_str() {
+        text += &format!(": {ex}: {}", e["message"].as_str().unwrap_or(""));
+    }
+    if let Some(tail) = e["traceback_tail"].as_array().and_then(|t| t.last()) {
+        text += &format!(" ({})", tail.as_str().unwrap_or("").trim());
+    }
+    if e["pending_step"]["in_next"] == true {
+        text += "; it was waiting in the loader's next()";
+    }
+    Some(text)
+}
+
+/// The measured loader's record, as the DataLoader really ran.
+pub fn measured_loader(f: &ProcFile) -> Option<&Value> {
+    let index = f.first("cold").and_then(|c| c["loader"].as_u64());
+    f.of("loader")
+        .find(|l| index.is_none_or(|i| l["index"].as_u64() == Some(i)))
+}

@@ -1,0 +1,234 @@
+//! One unit of `stallscope job`: the user's command run once per timing mode,
+//! each a fresh process tree in its own process group, with the
+//! instrumentation injected through `PYTHONPATH` and `STALLSCOPE_JOB` only.
+//! The script's standard output and error reach the terminal untouched;
+//! the records come back through files. A command that hangs is stopped at
+//! the timeout, Ctrl-C stops the whole tree, and what finished is kept.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use stallscope_bundle::{Experiment, Failure, Run, TimingMode};
+use stallscope_core::driver::{Driven, UnitCtx, UnitError};
+
+use super::records;
+
+/// What every unit of a job shares.
+pub struct JobPlan {
+    pub command: Vec<String>,
+    pub warmup: u32,
+    pub steps: u32,
+    pub loader: u32,
+    pub timeout: Duration,
+    /// Where each unit's records go (one folder per process tree).
+    pub work: PathBuf,
+    /// The folder holding `stallscope_job/` (the embedded package).
+    pub python_dir: PathBuf,
+}
+
+/// A job's configurations (the DataLoader overrides of each) as the driver
+/// runs them.
+pub struct JobExperiment {
+    pub plan: JobPlan,
+    pub experiment: Experiment,
+    /// Each configuration's overrides, as `STALLSCOPE_JOB` takes them.
+    pub overrides: Vec<Value>,
+    /// The measured DataLoader as it really ran, per configuration (the
+    /// first unit's `loader` record).
+    pub seen: Mutex<Vec<Option<Value>>>,
+    /// The accelerator a unit trained on (`done`'s), if any.
+    pub accelerator: Mutex<Option<String>>,
+}
+
+impl Driven for JobExperiment {
+    fn skeleton(&self) -> Experiment {
+        self.experiment.clone()
+    }
+
+    fn epochs_per_unit(&self) -> u64 {
+        2
+    }
+
+    fn run_unit(&mut self, index: usize, repeat: u32, cx: &UnitCtx) -> Result<Vec<Run>, UnitError> {
+        let cid = self.experiment.configurations[index].id.clone();
+        let mut runs = Vec::new();
+        for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
+            cx.progress
+                .epoch(&self.experiment.id, &cid, repeat, mode.clone(), 0);
+            let unit = format!("{cid}/repeat {repeat}/{}", mode.as_str());
+            let dir = self
+                .plan
+                .work
+                .join(format!("{cid}-r{repeat}-{}", mode.as_str()));
+            match self.one_process(index, &unit, &dir, &mode, repeat, cx) {
+                Ok(run) => runs.push(run),
+                Err(UnitError::Interrupted) => return Err(UnitError::Interrupted),
+                Err(e) if runs.is_empty() => return Err(e),
+                Err(e) => {
+                    // What the first mode measured is kept with the failure.
+                    let failure = Box::new(match e {
+                        UnitError::Recorded(f) => *f,
+                        other => Failure::Error {
+                            message: other.to_string(),
+                        },
+                    });
+                    return Err(UnitError::Partial { runs, failure });
+                }
+            }
+            cx.progress.epoch_done();
+        }
+        Ok(runs)
+    }
+}
+
+impl JobExperiment {
+    /// Run the command once in `mode`, its records into `dir`.
+    fn one_process(
+        &self,
+        index: usize,
+        unit: &str,
+        dir: &Path,
+        mode: &TimingMode,
+        repeat: u32,
+        cx: &UnitCtx,
+    ) -> Result<Run, UnitError> {
+        std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
+        let config = json!({
+            "protocol": 1,
+            "out_dir": dir,
+            "mode": mode.as_str(),
+            "warmup": self.plan.warmup,
+            "steps": self.plan.steps,
+            "loader": self.plan.loader,
+            "overrides": self.overrides[index],
+            "replay": false,
+            "unit": unit,
+        });
+        let mut child = self.spawn(&config)?;
+        let status = wait(&mut child, self.plan.timeout, cx)?;
+        let files = records::read_dir(dir).map_err(fail)?;
+        let Some(status) = status else {
+            let at = records::ended(&files).map_or(String::new(), |w| format!(": {w}"));
+            return Err(fail(format!(
+                "the command ran past the timeout ({:.0} s) and was stopped{at}",
+                self.plan.timeout.as_secs_f64()
+            )));
+        };
+        let Some(f) = records::measured(&files) else {
+            return Err(fail(never_measured(&files, status, &self.plan)));
+        };
+        let Some(done) = f.first("done") else {
+            let why = records::ended(&files).unwrap_or_else(|| exited(status, &self.plan));
+            return Err(fail(format!("the window did not complete: {why}")));
+        };
+        if let Some(a) = done["accelerator"].as_str() {
+            *self.accelerator.lock().unwrap_or_else(|e| e.into_inner()) = Some(a.to_string());
+        }
+        if let Some(l) = records::measured_loader(f) {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            seen[index].get_or_insert_with(|| l.clone());
+        }
+        Ok(records::run(f, done, mode, repeat))
+    }
+
+    fn spawn(&self, config: &Value) -> Result<Child, UnitError> {
+        let (program, args) = self
+            .plan
+            .command
+            .split_first()
+            .expect("clap requires a command");
+        let boot = self.plan.python_dir.join("stallscope_job").join("boot");
+        let mut path = vec![boot, self.plan.python_dir.clone()];
+        if let Some(user) = std::env::var_os("PYTHONPATH") {
+            path.extend(std::env::split_paths(&user).filter(|p| !p.as_os_str().is_empty()));
+        }
+        let path = std::env::join_paths(path).map_err(|e| fail(e.to_string()))?;
+        Command::new(program)
+            .args(args)
+            .env("PYTHONPATH", path)
+            .env("STALLSCOPE_JOB", config.to_string())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| fail(format!("cannot start {program:?}: {e}")))
+    }
+}
+
+fn fail(message: String) -> UnitError {
+    UnitError::Recorded(Box::new(Failure::Error { message }))
+}
+
+/// Wait for the command: its exit status, or `None` when it ran past the
+/// timeout. At the timeout or a stop its process group is ended (SIGTERM,
+/// so the instrumentation writes where it was, then SIGKILL).
+fn wait(
+    child: &mut Child,
+    timeout: Duration,
+    cx: &UnitCtx,
+) -> Result<Option<ExitStatus>, UnitError> {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| fail(e.to_string()))? {
+            return Ok(Some(status));
+        }
+        let stop = cx.stop.load(Ordering::Relaxed);
+        if stop || started.elapsed() > timeout {
+            end_group(child);
+            if stop {
+                return Err(UnitError::Interrupted);
+            }
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn end_group(child: &mut Child) {
+    let group = -(child.id() as i32);
+    // SAFETY: signals to the child's own process group.
+    unsafe { libc::kill(group, libc::SIGTERM) };
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        if child.try_wait().ok().flatten().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: as above; the group may already be gone.
+    unsafe { libc::kill(group, libc::SIGKILL) };
+    let _ = child.wait();
+}
+
+fn exited(status: ExitStatus, plan: &JobPlan) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let how = match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (_, Some(s)) => format!("signal {s}"),
+        _ => "an unknown status".into(),
+    };
+    format!("{} ended with {how}", plan.command.join(" "))
+}
+
+/// Why no window opened: the script failed first, never iterated a
+/// DataLoader, or is not a Python that loads the instrumentation.
+fn never_measured(files: &[records::ProcFile], status: ExitStatus, plan: &JobPlan) -> String {
+    if let Some(why) = records::ended(files) {
+        return format!("{why} ({})", exited(status, plan));
+    }
+    if files.is_empty() {
+        return format!(
+            "{}, and no Python process of it built or iterated a DataLoader (is the command a \
+             Python training script?)",
+            exited(status, plan)
+        );
+    }
+    format!(
+        "{}, and the measured DataLoader (iteration index {}) was never iterated",
+        exited(status, plan),
+        plan.loader
+    )
+}
