@@ -51,7 +51,7 @@ impl DemoArgs {
 
 pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
     let demo = DemoArgs::parse(args)?;
-    setup::run(repo, false)?;
+    setup::run(repo, setup::Setup::Demo)?;
     let exe = build_release(repo)?;
     let out = repo.join(&demo.out);
     // `run` prints the comparison table of each experiment and the bundle's path.

@@ -51,8 +51,8 @@ fn run() -> Result<()> {
     let rest = args.get(1..).unwrap_or_default();
     match args.first().map(String::as_str) {
         Some("setup") => match rest {
-            [] => setup::run(&repo, false),
-            [flag] if flag == "--peers" => setup::run(&repo, true),
+            [] => setup::run(&repo, setup::Setup::Tests),
+            [flag] if flag == "--peers" => setup::run(&repo, setup::Setup::Peers),
             other => bail!("`cargo xtask setup` takes only --peers (got {other:?})"),
         },
         Some("test") => test::run(&repo),

@@ -8,32 +8,53 @@ use std::time::Instant;
 /// The `wasm-bindgen` crate version the viewer pins; the CLI must match it exactly.
 pub(crate) const WASM_BINDGEN_VERSION: &str = "0.2.130";
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
-/// Debian packages and why each is needed.
-const DEBIAN_PACKAGES: [(&str, &str); 7] = [
-    ("chromium", "the viewer's browser tests"),
-    ("chromium-driver", "WebDriver for the browser tests"),
+/// What a setup is for: the demo needs less than the tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Setup {
+    /// `cargo xtask demo`: build the runner and the viewer, run on the CPU
+    /// or CUDA, serve the site.
+    Demo,
+    /// `cargo xtask setup`: everything the tests need but the peers.
+    Tests,
+    /// `cargo xtask setup --peers` (what `cargo xtask test` runs): the peer
+    /// engines' Python too.
+    Peers,
+}
+
+/// Debian packages, why each is needed, and whether the demo needs it.
+const DEBIAN_PACKAGES: [(&str, &str, bool); 7] = [
+    ("chromium", "the viewer's browser tests", false),
+    ("chromium-driver", "WebDriver for the browser tests", false),
     (
         "mesa-vulkan-drivers",
         "a software Vulkan device (lavapipe) for the wgpu runner without a GPU",
+        false,
     ),
-    ("binaryen", "wasm-opt for the viewer's release build"),
-    ("g++", "torch-sys compiles its C++ wrapper of libtorch"),
+    ("binaryen", "wasm-opt for the viewer's release build", true),
+    (
+        "g++",
+        "torch-sys compiles its C++ wrapper of libtorch",
+        true,
+    ),
     (
         "libturbojpeg0",
         "libjpeg-turbo's TurboJPEG API: the native loader's JPEG decoder (loaded at run time)",
+        false,
     ),
     (
         "shellcheck",
         "lints scripts/gpu-check.sh, which only a GPU machine runs",
+        false,
     ),
 ];
 
-/// Runs every step; prints one line when there was nothing to do. With
-/// `peers`, also the Python environment of the peer engines.
-pub(crate) fn run(repo: &Path, peers: bool) -> Result<()> {
+/// Runs every step `what` needs; prints one line when there was nothing
+/// to do.
+pub(crate) fn run(repo: &Path, what: Setup) -> Result<()> {
     let start = Instant::now();
     let mut done = Vec::new();
-    debian_packages(&mut done, peers)?;
+    let peers = what == Setup::Peers;
+    debian_packages(&mut done, what)?;
     wasm_target(&mut done)?;
     wasm_bindgen(&mut done)?;
     let dir = libtorch_dir(repo, &mut done)?;
@@ -62,9 +83,13 @@ pub(crate) fn run(repo: &Path, peers: bool) -> Result<()> {
     Ok(())
 }
 
-fn debian_packages(done: &mut Vec<String>, peers: bool) -> Result<()> {
-    let mut wanted: Vec<(&str, &str)> = DEBIAN_PACKAGES.to_vec();
-    if peers {
+fn debian_packages(done: &mut Vec<String>, what: Setup) -> Result<()> {
+    let mut wanted: Vec<(&str, &str)> = DEBIAN_PACKAGES
+        .iter()
+        .filter(|(_, _, demo)| *demo || what != Setup::Demo)
+        .map(|&(p, why, _)| (p, why))
+        .collect();
+    if what == Setup::Peers {
         for p in crate::peers::FFMPEG {
             wanted.push((p, "FFmpeg 5, which spdl.io loads (the spdl peer engine)"));
         }

@@ -23,7 +23,7 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
         Stage {
             name: "setup",
             what: "cargo xtask setup --peers",
-            run: Box::new(move || setup::run(repo, true)),
+            run: Box::new(move || setup::run(repo, setup::Setup::Peers)),
         },
         Stage {
             name: "fmt",
