@@ -25,7 +25,7 @@ const MEASURED: &str = "fixtures/measured/cpu-quickstart-quick.json";
 const XSS_TITLE: &str = "<img src=x onerror=alert(1)>";
 const XSS_ID: &str = "xss-title-test";
 const STEPS_ID: &str = "generated-steps-test";
-const SITE_BUNDLES: usize = 8;
+const SITE_BUNDLES: usize = 10;
 const WAIT: Duration = Duration::from_secs(20);
 
 /// One browser test.

@@ -97,6 +97,9 @@ impl JobExperiment {
         repeat: u32,
         cx: &UnitCtx,
     ) -> Result<Run, UnitError> {
+        // A folder left by an earlier run into the same --out is emptied
+        // first: its records must not mix with this unit's.
+        let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
         let config = json!({
             "protocol": 1,
