@@ -83,7 +83,8 @@ struct State {
     broken: Option<Failure>,
     /// Where this rank is in the run (0: the start, before any unit).
     unit: Unit,
-    /// The key this rank set at its previous barrier, deleted once it
+    /// The previous barrier's key prefix (`…/b{k-1}`): this rank's arrival
+    /// key there (and rank 0's counter and done keys) are deleted once it
     /// passed the next one.
     previous: Option<String>,
 }
@@ -247,13 +248,14 @@ impl Barrier {
         }
     }
 
-    fn key(&self, unit: &Unit, k: u64, rank: u32) -> String {
-        format!("{}{}/b{k}/r{rank}", self.prefix, unit.tag)
+    /// Barrier k's keys share this prefix: `…/r{rank}` (arrival), `…/n`
+    /// (the counter) and `…/done`.
+    fn barrier_key(&self, unit: &Unit, k: u64) -> String {
+        format!("{}{}/b{k}", self.prefix, unit.tag)
     }
 
-    /// Barrier k's counter (`n`) or its done key (`done`).
-    fn shared_key(&self, unit: &Unit, k: u64, what: &str) -> String {
-        format!("{}{}/b{k}/{what}", self.prefix, unit.tag)
+    fn key(&self, unit: &Unit, k: u64, rank: u32) -> String {
+        format!("{}/r{rank}", self.barrier_key(unit, k))
     }
 
     fn place_key(&self, rank: u32) -> String {
@@ -436,8 +438,8 @@ impl Barrier {
         let operation = format!("barrier {k} at {operation}");
         let gone = |e: StoreError| BarrierError::Comm(Box::new(self.gone(&operation, e)));
         let unit = state.unit.clone();
-        let mine = self.key(&unit, k, self.rank);
-        let set = self.store.set(&mine, "1");
+        let barrier = self.barrier_key(&unit, k);
+        let set = self.store.set(&format!("{barrier}/r{}", self.rank), "1");
         if let (Err(e), Some(before)) = (&set, self.lost.lock().expect("lost").take()) {
             return Err(gone(StoreError {
                 call: e.call,
@@ -448,11 +450,8 @@ impl Barrier {
             }));
         }
         set.map_err(gone)?;
-        let done = self.shared_key(&unit, k, "done");
-        let arrived = self
-            .store
-            .add(&self.shared_key(&unit, k, "n"), 1)
-            .map_err(gone)?;
+        let done = format!("{barrier}/done");
+        let arrived = self.store.add(&format!("{barrier}/n"), 1).map_err(gone)?;
         if arrived == i64::from(self.world) {
             self.store.set(&done, "1").map_err(gone)?;
         }
@@ -474,11 +473,11 @@ impl Barrier {
         };
         match waited {
             Waited::Ready => {
-                if let Some(previous) = state.previous.replace(mine) {
+                if let Some(previous) = state.previous.replace(barrier) {
                     // Every rank left barrier k-1 once all arrived at k. A
                     // store gone since the wait is reported by the next
                     // barrier's first operation, at the place it stops.
-                    if let Err(e) = self.forget(&previous, k) {
+                    if let Err(e) = self.forget(&previous) {
                         *self.lost.lock().expect("lost") = Some(e);
                     }
                 }
@@ -513,14 +512,11 @@ impl Barrier {
 
     /// Delete this rank's arrival key of barrier k-1; rank 0 deletes that
     /// barrier's counter and done key too.
-    fn forget(&self, previous: &str, k: u64) -> Result<(), StoreError> {
-        self.store.delete(previous)?;
+    fn forget(&self, previous: &str) -> Result<(), StoreError> {
+        self.store.delete(&format!("{previous}/r{}", self.rank))?;
         if self.rank == 0 {
-            // `previous` is `…/b{k-1}/r0`: its barrier's other keys.
-            let barrier = previous.strip_suffix("/r0").unwrap_or(previous);
-            debug_assert!(barrier.ends_with(&format!("/b{}", k - 1)));
-            self.store.delete(&format!("{barrier}/n"))?;
-            self.store.delete(&format!("{barrier}/done"))?;
+            self.store.delete(&format!("{previous}/n"))?;
+            self.store.delete(&format!("{previous}/done"))?;
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 use stallscope_bundle::analysis::diagnostic_from_series;
 use stallscope_bundle::{LoaderStats, Memory, Run, StepSeries, TimingMode, WholeRun};
+use stallscope_core::measure::EpochSlot;
 
 /// One process's records, in the order it wrote them.
 pub struct ProcFile {
@@ -123,14 +124,14 @@ pub fn run(f: &ProcFile, done: &Value, mode: &TimingMode, repeat: u32) -> Run {
         .unwrap_or_else(|| s.bytes.iter().sum());
     let seconds = done["window_s"].as_f64().unwrap_or(0.0);
     let steps = s.step_ns.len() as u64;
-    // The window follows the warm-up steps: a steady run.
-    let mut run = Run::new(
-        format!("{}-r{repeat}", mode.as_str()),
-        mode.clone(),
+    // The window follows the warm-up steps: a steady run (the slot of a
+    // steady epoch, so its id and phase follow the one loop's rule).
+    let mut run = EpochSlot {
+        mode: mode.clone(),
         repeat,
-        1,
-        stallscope_bundle::Phase::Steady,
-    );
+        epoch: 1,
+    }
+    .run();
     let cold = f.first("cold");
     match mode {
         TimingMode::Diagnostic => {
