@@ -229,6 +229,9 @@ pub fn run(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
             )
         }
     };
+    // A harness that reported its failure may have lost its partner in the
+    // collective; one that died without a word is where a failure began.
+    let reported = failure.is_some();
     let failure = match (failure, status) {
         (Some(f), _) => Some(f),
         (None, Some(s)) if s.success() && reading.done => None,
@@ -256,7 +259,16 @@ pub fn run(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
     }
     // Ranks: a harness that lost its partner (Gloo's connection reset, or
     // NCCL's error) failed of another rank's failure: record that one.
-    let failure = failure.map(|f| failed_with_another_rank(f, name));
+    let failure = failure.map(|f| {
+        if reported {
+            failed_with_another_rank(f, name)
+        } else {
+            // Told at once, so the ranks whose harnesses lost this one
+            // name it (the driver's own announcement comes later).
+            stallscope_core::ranks::unit_failed(&f);
+            f
+        }
+    });
     match failure {
         None => Ok(reading.runs),
         Some(f) if reading.runs.is_empty() => Err(UnitError::Recorded(Box::new(f))),
@@ -287,8 +299,8 @@ fn stopped_too(stop: &AtomicBool, status: Option<std::process::ExitStatus>) -> b
     }
 }
 
-/// A harness failure on a ranked run: when another rank announces (within
-/// 3 s) that its run of this unit failed, the failure is that one,
+/// A harness's reported failure on a ranked run: when another rank announces
+/// (within 3 s) that its run of this unit failed, the failure is that one,
 /// with this harness's own error appended; else it stands.
 fn failed_with_another_rank(own: Failure, name: &str) -> Failure {
     if !stallscope_core::ranks::barrier_active() {
