@@ -28,7 +28,7 @@ pub use open::{FAILURE_KINDS, OpenEnum};
 /// The major version this build reads and writes.
 pub const FORMAT_MAJOR: u32 = 1;
 /// The minor version this build writes.
-pub const FORMAT_MINOR: u32 = 3;
+pub const FORMAT_MINOR: u32 = 4;
 
 macro_rules! format_type {
     ($($item:item)*) => {
@@ -380,6 +380,12 @@ format_type! {
         Pytorch,
         /// SPDL's pipeline.
         Spdl,
+        /// NVIDIA DALI's pipeline, through its PyTorch iterator. Added in
+        /// format 1.4.
+        Dali,
+        /// torchdata.nodes (`ParallelMapper`, `Batcher`, `PinMemory`,
+        /// `Prefetcher`). Added in format 1.4.
+        Nodes,
         /// An engine this build does not know, kept as written (accepted only
         /// from a bundle of a newer minor).
         #[serde(skip)]

@@ -65,6 +65,8 @@ impl Engine {
             Engine::Native => "native",
             Engine::Pytorch => "pytorch",
             Engine::Spdl => "spdl",
+            Engine::Dali => "dali",
+            Engine::Nodes => "nodes",
             Engine::Unknown(name) => name,
         }
     }
