@@ -1,0 +1,65 @@
+//! An epoch line as a bundle run, built as the native loop builds its own,
+//! and what the harness's process tree used over the epoch's window.
+
+use stallscope_bundle::analysis::diagnostic_from_series;
+use stallscope_bundle::{Memory, Phase, Run, StepSeries, TimingMode, WholeRun};
+use stallscope_core::cost::tree::{TreeSnapshot, tree_cost};
+
+use super::super::protocol::EpochLine;
+use super::mode;
+
+/// One epoch line as a bundle run: the same run id, phase and fields as the
+/// native loop writes, the stages computed by `shared` from the series.
+pub(super) fn to_run(e: &EpochLine, repeat: u32) -> Run {
+    let m = mode(&e.mode);
+    let phase = if e.epoch == 0 {
+        Phase::Cold
+    } else {
+        Phase::Steady
+    };
+    let mut run = Run::new(
+        format!("{}-r{repeat}-e{}", m.as_str(), e.epoch),
+        m.clone(),
+        repeat,
+        e.epoch,
+        phase,
+    );
+    match m {
+        TimingMode::WholeRun => {
+            run.whole_run = Some(WholeRun::measured(e.seconds, e.samples, e.steps, e.bytes))
+        }
+        _ => {
+            let series = StepSeries {
+                next_wait_ns: e.next_wait_ns.clone().unwrap_or_default(),
+                transfer_ns: e.transfer_ns.clone().unwrap_or_default(),
+                compute_ns: e.compute_ns.clone().unwrap_or_default(),
+                comm_ns: e.comm_ns.clone().unwrap_or_default(),
+            };
+            run.diagnostic = Some(diagnostic_from_series(
+                &series,
+                e.seconds,
+                e.samples,
+                e.bytes,
+                e.iterator_creation_s,
+            ));
+            run.steps = Some(series);
+        }
+    }
+    run.loader = e.loader.clone();
+    run.memory = Some(Memory {
+        host_peak_rss_bytes: e.host_peak_rss_bytes,
+        workers_peak_rss_bytes: e.children_peak_rss_bytes,
+        ..Memory::default()
+    });
+    run
+}
+
+/// The CPU the harness's tree used from `before` (the line before the
+/// epoch's) to `now` (its own), and its descendants' peak memory.
+pub(super) fn add_cost(run: &mut Run, before: &TreeSnapshot, now: &TreeSnapshot, samples: u64) {
+    run.cost = Some(tree_cost(before, now, samples, "harness"));
+    if let Some(m) = run.memory.as_mut() {
+        m.workers_peak_rss_bytes =
+            now.descendants_peak_rss_bytes(Some(before), m.workers_peak_rss_bytes);
+    }
+}
