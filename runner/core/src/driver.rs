@@ -158,9 +158,15 @@ pub fn drive(
                 "{}/{} repeat {repeat}",
                 bundle.experiments[exp_index].id, config.id
             ));
-            // A failed configuration is not retried; one whose engine is
-            // not applicable here (no Python peers) has nothing to run.
-            if config.failure.is_some() || config.not_applicable.contains_key("engine") {
+            // A failed configuration is not retried; one whose engine (or
+            // DALI's decoder placement) is not applicable here has nothing
+            // to run.
+            let nowhere = crate::grid::RUNS_NOWHERE;
+            if config.failure.is_some()
+                || nowhere
+                    .iter()
+                    .any(|k| config.not_applicable.contains_key(*k))
+            {
                 continue;
             }
             match run_one(bundle, exp_index, ci, repeat, driven, cx) {

@@ -64,6 +64,12 @@ pub struct LoaderRequest {
     pub concurrency: usize,
     pub spdl_workers: &'static str,
     pub prefetch_to_device: bool,
+    /// The DataLoader fetches a batch through `__getitems__` (pytorch).
+    pub batched_fetch: bool,
+    /// Where DALI decodes: `cpu` or `mixed` (dali).
+    pub dali_device: &'static str,
+    /// torchdata.nodes' workers: `threads` or `processes` (nodes).
+    pub worker_kind: &'static str,
 }
 
 /// The first line: who answers, and what it built.

@@ -1,6 +1,6 @@
 //! Finding the peers' Python: `--python`, then `$STALLSCOPE_PYTHON`, then the
 //! environment `cargo xtask setup --peers` makes in the cache; probed once
-//! per run for its torch and spdl versions.
+//! per run for its torch, spdl, DALI and torchdata versions.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -47,8 +47,12 @@ pub struct PeerEnv {
     pub from: &'static str,
     pub python_version: String,
     pub torch: String,
-    /// `None` with the reason when `import spdl.pipeline` failed.
+    /// The reason when `import spdl.pipeline` failed.
     pub spdl: Result<String, String>,
+    /// The reason when `import nvidia.dali` failed.
+    pub dali: Result<String, String>,
+    /// The reason when `import torchdata.nodes` failed.
+    pub torchdata: Result<String, String>,
 }
 
 fn choose() -> Result<(PathBuf, &'static str), String> {
@@ -83,6 +87,16 @@ try:
     d["spdl"] = md.version("spdl")
 except Exception as e:
     d["spdl_error"] = repr(e)
+try:
+    import nvidia.dali
+    d["dali"] = nvidia.dali.__version__
+except Exception as e:
+    d["dali_error"] = repr(e)
+try:
+    import torchdata.nodes
+    d["torchdata"] = md.version("torchdata")
+except Exception as e:
+    d["torchdata_error"] = repr(e)
 print(json.dumps(d))
 "#;
 
@@ -120,6 +134,8 @@ fn probe_now() -> Result<PeerEnv, String> {
         python_version: s("python").unwrap_or_default(),
         torch,
         spdl: s("spdl").ok_or_else(|| s("spdl_error").unwrap_or_default()),
+        dali: s("dali").ok_or_else(|| s("dali_error").unwrap_or_default()),
+        torchdata: s("torchdata").ok_or_else(|| s("torchdata_error").unwrap_or_default()),
     })
 }
 
@@ -132,13 +148,17 @@ pub fn env() -> &'static Result<PeerEnv, String> {
 /// command that fixes it).
 pub fn available(engine: EngineName) -> Result<&'static PeerEnv, String> {
     let env = env().as_ref().map_err(Clone::clone)?;
-    if engine == EngineName::Spdl
-        && let Err(why) = &env.spdl
-    {
-        return Err(format!(
-            "the peers' Python {} cannot import spdl.pipeline ({why}); install it with `{INSTALL}`",
+    let (module, found) = match engine {
+        EngineName::Spdl => ("spdl.pipeline", &env.spdl),
+        EngineName::Dali => ("nvidia.dali", &env.dali),
+        EngineName::Nodes => ("torchdata.nodes", &env.torchdata),
+        EngineName::Native | EngineName::Pytorch => return Ok(env),
+    };
+    match found {
+        Ok(_) => Ok(env),
+        Err(why) => Err(format!(
+            "the peers' Python {} cannot import {module} ({why}); install it with `{INSTALL}`",
             env.python.display()
-        ));
+        )),
     }
-    Ok(env)
 }

@@ -188,8 +188,8 @@ impl<'a> WgpuLoader<'a> {
             .iter()
             .map(|&p| {
                 let peer = (p.engine != EngineName::Native).then_some(NO_PEERS);
-                let mut c =
-                    stallscope_core::grid::configuration(lp, p, None, peer).with_batch_bytes(bytes);
+                let mut c = stallscope_core::grid::configuration(lp, p, None, peer, false)
+                    .with_batch_bytes(bytes);
                 c.params.remove("pinned");
                 c.params.remove("prefetch_to_device");
                 c.not_applicable.remove("pinned");

@@ -1,44 +1,60 @@
 //! The `loader` and `stall` kinds: the `[experiment.loader]` table checked
-//! into a [`LoaderPlan`].
+//! into a [`LoaderPlan`] (its data in `source.rs`).
 
-use std::path::PathBuf;
+use std::ops::Range;
+use std::path::Path;
 
 use super::located::{Located, SuiteError};
-use super::plan::{DataPlan, EngineName, ExperimentSpec, LoaderPlan, MpContext};
+use super::plan::{DaliDevice, DataPlan, EngineName, ExperimentSpec, LoaderPlan, MpContext};
 use super::raw::{RawCount, RawLoader};
+use super::source::{data_plan, source_name};
 use crate::model_spec::ModelSpec;
-use stallscope_loader::{JpegDecoder, OnBadSample, WorkerKind};
+use stallscope_loader::{OnBadSample, WorkerKind};
 use toml::Spanned;
 
 /// The engines a suite may name.
-const ENGINES: [(&str, EngineName); 3] = [
+const ENGINES: [(&str, EngineName); 5] = [
     ("native", EngineName::Native),
     ("pytorch", EngineName::Pytorch),
     ("spdl", EngineName::Spdl),
+    ("dali", EngineName::Dali),
+    ("nodes", EngineName::Nodes),
 ];
 
-/// The source a loader table names (`tensor` when it names none).
-pub(super) fn source_name(raw: Option<&RawLoader>) -> &str {
-    raw.and_then(|l| l.source.as_ref())
-        .map_or("tensor", |s| s.get_ref().as_str())
+/// One loader table being parsed: the experiment's kind and place, the
+/// suite's folder (a relative `python_path` is anchored there) and
+/// whether `--quick` applies.
+pub(super) struct LoaderCx<'a> {
+    pub cx: &'a Located<'a>,
+    /// `loader` or `stall`.
+    pub kind: &'a str,
+    pub index: usize,
+    pub kind_span: Range<usize>,
+    pub suite_dir: &'a Path,
+    pub quick: bool,
 }
 
-/// Parse `[experiment.loader]` for a `loader` or `stall` experiment.
-/// `loader_only` is `model = "none"`; `model` then only carries the shape
-/// of the data. `suite_dir` anchors a relative `python_path`.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn parse(
-    kind: &str,
-    raw: Option<&RawLoader>,
-    model: ModelSpec,
-    loader_only: bool,
-    suite_dir: &std::path::Path,
-    quick: bool,
-    cx: &Located,
-    index: usize,
-    kind_span: std::ops::Range<usize>,
-) -> Result<ExperimentSpec, SuiteError> {
-    let at = |key: &str| format!("experiment[{index}].loader.{key}");
+impl LoaderCx<'_> {
+    /// The key of one of this table's fields, `experiment[2].loader.workers`.
+    pub(super) fn at(&self, key: &str) -> String {
+        format!("experiment[{}].loader.{key}", self.index)
+    }
+
+    /// Where `source` is written, else the experiment's kind.
+    pub(super) fn source_span(&self, raw: &RawLoader) -> Range<usize> {
+        raw.source
+            .as_ref()
+            .map_or(self.kind_span.clone(), |s| s.span())
+    }
+
+    /// Where `v` is written, else `fallback`.
+    fn span_or<T>(v: &Option<Spanned<T>>, fallback: Range<usize>) -> Range<usize> {
+        v.as_ref().map_or(fallback, |v| v.span())
+    }
+}
+
+/// The table with `[experiment.loader.quick]` applied under `--quick`.
+fn with_quick(raw: Option<&RawLoader>, quick: bool) -> RawLoader {
     let mut raw = raw.cloned().unwrap_or_default();
     if quick && let Some(q) = raw.quick.take() {
         if q.samples.is_some() {
@@ -54,195 +70,91 @@ pub(super) fn parse(
             raw.engines = q.engines;
         }
     }
-    let source_span = raw.source.as_ref().map_or(kind_span.clone(), |s| s.span());
-    let source = raw
-        .source
-        .as_ref()
-        .map_or("tensor", |s| s.get_ref().as_str());
-    let default_samples = match source {
-        "python" => 0,
-        "fashionmnist" => 4096,
-        "images" => 512,
-        "synthetic" => 512,
-        _ => 4096,
-    };
-    let samples = cx.int(
-        &raw.samples,
-        &at("samples"),
-        default_samples,
-        1,
-        100_000_000,
-    )? as usize;
-    let data = match (source, model) {
-        ("python", _) => {
-            let Some(factory) = &raw.factory else {
-                return Err(cx.err(
-                    source_span,
-                    &at("factory"),
-                    "missing; source = \"python\" needs factory = \"module:function\" (a function returning a torch.utils.data.Dataset)",
-                ));
-            };
-            let f = factory.get_ref();
-            let ok = f.split_once(':').is_some_and(|(m, func)| {
-                !m.is_empty()
-                    && !func.is_empty()
-                    && m.split('.').all(is_identifier)
-                    && is_identifier(func)
-            });
-            if !ok {
-                return Err(cx.err(
-                    factory.span(),
-                    &at("factory"),
-                    format!("{f:?}; expected \"module:function\", e.g. \"my_dataset:make\""),
-                ));
-            }
-            let path = raw
-                .python_path
-                .as_ref()
-                .map_or_else(|| suite_dir.to_path_buf(), |p| suite_dir.join(p.get_ref()));
-            let args = match &raw.args {
-                None => serde_json::Map::new(),
-                Some(t) => match serde_json::to_value(t) {
-                    Ok(serde_json::Value::Object(m)) => m,
-                    _ => {
-                        return Err(cx.err(
-                            source_span.clone(),
-                            &at("args"),
-                            "cannot be passed to Python; expected a table of numbers, strings, booleans, lists and tables",
-                        ));
-                    }
-                },
-            };
-            DataPlan::Python {
-                factory: f.clone(),
-                path,
-                args,
-            }
-        }
-        ("tensor", ModelSpec::Linear { .. }) => DataPlan::Tensor { samples },
-        ("fashionmnist", ModelSpec::FashionCnn) => DataPlan::FashionMnist {
-            dir: raw.dir.as_ref().map(|d| PathBuf::from(d.get_ref())),
-            samples,
-        },
-        ("synthetic", ModelSpec::Linear { .. }) => {
-            let latency_ms = match &raw.latency_ms {
-                Some(v) if !(0.0..=60_000.0).contains(v.get_ref()) => {
-                    return Err(cx.err(
-                        v.span(),
-                        &at("latency_ms"),
-                        format!(
-                            "{} is out of range; expected 0 to 60000 milliseconds",
-                            v.get_ref()
-                        ),
-                    ));
-                }
-                Some(v) => *v.get_ref(),
-                None => 5.0,
-            };
-            DataPlan::Synthetic {
-                samples,
-                latency_us: (latency_ms * 1000.0).round() as u64,
-                cpu_work_rounds: cx.int(
-                    &raw.cpu_work_rounds,
-                    &at("cpu_work_rounds"),
-                    0,
-                    0,
-                    1 << 40,
-                )? as u64,
-            }
-        }
-        ("images", ModelSpec::ImageCnn { size, .. }) => {
-            let resize = cx.int(&raw.resize, &at("resize"), size + size / 7, size, 8192)? as u32;
-            DataPlan::Images {
-                dir: raw.dir.as_ref().map(|d| PathBuf::from(d.get_ref())),
-                samples,
-                width: cx.int(&raw.image_width, &at("image_width"), 500, 1, 16384)? as u32,
-                height: cx.int(&raw.image_height, &at("image_height"), 375, 1, 16384)? as u32,
-                resize,
-                flip: raw.flip.unwrap_or(true),
-                random_crop: raw.random_crop.unwrap_or(true),
-                decoder: match &raw.decoder {
-                    None => JpegDecoder::Auto,
-                    Some(v) => match JpegDecoder::from_name(v.get_ref()) {
-                        Some(d) => d,
-                        None => {
-                            let other = v.get_ref();
-                            return Err(cx.err(
-                                v.span(),
-                                &at("decoder"),
-                                format!(
-                                    "{other:?}; expected \"auto\", \"libjpeg-turbo\" or \"zune-jpeg\""
-                                ),
-                            ));
-                        }
-                    },
-                },
-                scaled_decode: raw.scaled_decode.unwrap_or(true),
-            }
-        }
-        (s @ ("tensor" | "synthetic" | "images" | "fashionmnist"), m) => {
-            return Err(cx.err(source_span, &at("source"), format!(
-                "{s:?} with model {}; expected tensor or synthetic with linear, images with image_cnn (its image_size is the crop), fashionmnist with fashion_cnn",
-                m.name()
-            )));
-        }
-        (other, _) => {
-            return Err(cx.err(
-                source_span,
-                &at("source"),
-                format!("{other:?}; expected tensor, synthetic, images, fashionmnist or python"),
-            ));
-        }
-    };
-    if source == "python"
-        && let Some(v) = &raw.samples
-    {
-        return Err(cx.err(
-            v.span(),
-            &at("samples"),
-            "given with source = \"python\"; the Dataset's own length is the sample count (return a torch.utils.data.Subset to use fewer)",
-        ));
-    }
-    for (key, present, home) in [
-        ("decoder", raw.decoder.is_some(), "images"),
-        ("scaled_decode", raw.scaled_decode.is_some(), "images"),
-        ("factory", raw.factory.is_some(), "python"),
-        ("args", raw.args.is_some(), "python"),
-        ("python_path", raw.python_path.is_some(), "python"),
-    ] {
-        if present && source != home {
-            return Err(cx.err(
-                source_span.clone(),
-                &at(key),
-                format!("given with source = {source:?}; it belongs to source = {home:?}"),
-            ));
-        }
-    }
-    let python = source == "python";
-    let engines = cx.choices(
-        &raw.engines,
-        &at("engines"),
-        if python {
-            &[EngineName::Pytorch]
-        } else {
-            &[EngineName::Native]
-        },
-        &ENGINES,
+    raw
+}
+
+/// Parse `[experiment.loader]` for a `loader` or `stall` experiment.
+/// `loader_only` is `model = "none"`; `model` then only carries the shape
+/// of the data.
+pub(super) fn parse(
+    x: &LoaderCx,
+    raw: Option<&RawLoader>,
+    model: ModelSpec,
+    loader_only: bool,
+) -> Result<ExperimentSpec, SuiteError> {
+    let raw = with_quick(raw, x.quick);
+    let data = data_plan(x, &raw, model)?;
+    let engines = engines(x, &raw)?;
+    let (workers, workers_auto) = workers_knob(
+        x.cx,
+        &raw.workers,
+        &x.at("workers"),
+        if x.kind == "stall" { &[2] } else { &[0, 2, 4] },
+        loader_only,
     )?;
+    let cx = x.cx;
+    let plan = LoaderPlan {
+        model,
+        loader_only,
+        contexts: contexts(x, &raw, &engines)?,
+        batched_fetch: batched_fetch(x, &raw, &engines)?,
+        dali_devices: dali_devices(x, &raw, &engines)?,
+        engines,
+        prefetch_to_device: cx.bools(
+            &raw.prefetch_to_device,
+            &x.at("prefetch_to_device"),
+            false,
+        )?,
+        data,
+        batch_size: cx.int(&raw.batch_size, &x.at("batch_size"), 64, 1, 1 << 20)? as usize,
+        workers,
+        workers_auto,
+        kinds: worker_kinds(x, &raw)?,
+        prefetch: cx.ints(&raw.prefetch, &x.at("prefetch"), &[2], 1, 64)?,
+        persistent: cx.bools(&raw.persistent, &x.at("persistent"), false)?,
+        pinned: cx.bools(&raw.pinned, &x.at("pinned"), false)?,
+        shuffle: raw.shuffle.unwrap_or(false),
+        drop_last: raw.drop_last.unwrap_or(x.kind == "stall"),
+        in_order: raw.in_order.unwrap_or(true),
+        on_bad_sample: on_bad_sample(x, &raw)?,
+    };
+    check_batch_fits(x, &raw, &plan)?;
+    if x.kind == "stall" {
+        check_stall(x, &raw, &plan)?;
+        return Ok(ExperimentSpec::Stall(plan));
+    }
+    Ok(ExperimentSpec::Loader(plan))
+}
+
+/// `engines`: native by default; a python source runs on pytorch only.
+fn engines(x: &LoaderCx, raw: &RawLoader) -> Result<Vec<EngineName>, SuiteError> {
+    let python = source_name(Some(raw)) == "python";
+    let default: &[EngineName] = if python {
+        &[EngineName::Pytorch]
+    } else {
+        &[EngineName::Native]
+    };
+    let engines =
+        x.cx.choices(&raw.engines, &x.at("engines"), default, &ENGINES)?;
     if python && engines != [EngineName::Pytorch] {
-        let span = raw
-            .engines
-            .as_ref()
-            .map_or(source_span.clone(), |v| v.span());
-        return Err(cx.err(
-            span,
-            &at("engines"),
+        return Err(x.cx.err(
+            LoaderCx::span_or(&raw.engines, x.source_span(raw)),
+            &x.at("engines"),
             "source = \"python\" runs your own Dataset through the PyTorch DataLoader; expected engines = [\"pytorch\"]",
         ));
     }
-    let contexts = cx.choices(
+    Ok(engines)
+}
+
+/// `contexts`: the DataLoader's start methods (a pytorch knob).
+fn contexts(
+    x: &LoaderCx,
+    raw: &RawLoader,
+    engines: &[EngineName],
+) -> Result<Vec<MpContext>, SuiteError> {
+    let contexts = x.cx.choices(
         &raw.contexts,
-        &at("contexts"),
+        &x.at("contexts"),
         &[MpContext::Fork],
         &[
             ("fork", MpContext::Fork),
@@ -251,82 +163,122 @@ pub(super) fn parse(
         ],
     )?;
     if contexts.len() > 1 && !engines.contains(&EngineName::Pytorch) {
-        let span = raw
-            .contexts
-            .as_ref()
-            .map_or(kind_span.clone(), |v| v.span());
-        return Err(cx.err(
-            span,
-            &at("contexts"),
+        return Err(x.cx.err(
+            LoaderCx::span_or(&raw.contexts, x.kind_span.clone()),
+            &x.at("contexts"),
             "the start method of DataLoader workers is a pytorch knob; expected \"pytorch\" in engines",
         ));
     }
-    let kinds = match &raw.worker_kinds {
-        None => vec![WorkerKind::Threads],
-        Some(v) if v.get_ref().is_empty() => {
-            return Err(cx.err(
+    Ok(contexts)
+}
+
+/// `batched_fetch`: the DataLoader fetching a batch through the Dataset's
+/// `__getitems__` (the PyTorch tutorial's last step); a pytorch knob.
+fn batched_fetch(
+    x: &LoaderCx,
+    raw: &RawLoader,
+    engines: &[EngineName],
+) -> Result<Vec<bool>, SuiteError> {
+    let key = x.at("batched_fetch");
+    let values = x.cx.bools(&raw.batched_fetch, &key, false)?;
+    match &raw.batched_fetch {
+        Some(v) if !engines.contains(&EngineName::Pytorch) => Err(x.cx.err(
+            v.span(),
+            &key,
+            "the DataLoader's batched fetch (__getitems__) is a pytorch knob; expected \"pytorch\" in engines",
+        )),
+        _ => Ok(values),
+    }
+}
+
+/// `dali_device`: where DALI decodes and runs its operators (`cpu`, or
+/// `mixed`: nvJPEG and GPU operators); a dali knob, on image sources.
+fn dali_devices(
+    x: &LoaderCx,
+    raw: &RawLoader,
+    engines: &[EngineName],
+) -> Result<Vec<DaliDevice>, SuiteError> {
+    let table = [("cpu", DaliDevice::Cpu), ("mixed", DaliDevice::Mixed)];
+    let key = x.at("dali_device");
+    let devices =
+        x.cx.choices(&raw.dali_device, &key, &[DaliDevice::Cpu], &table)?;
+    let Some(v) = &raw.dali_device else {
+        return Ok(devices);
+    };
+    if !engines.contains(&EngineName::Dali) {
+        return Err(x.cx.err(
+            v.span(),
+            &key,
+            "where DALI decodes is a dali knob; expected \"dali\" in engines",
+        ));
+    }
+    let source = source_name(Some(raw));
+    if devices.contains(&DaliDevice::Mixed) && source != "images" {
+        return Err(x.cx.err(
+            v.span(),
+            &key,
+            format!(
+                "\"mixed\" with source = {source:?}; \"mixed\" is where DALI decodes JPEGs, expected source = \"images\""
+            ),
+        ));
+    }
+    Ok(devices)
+}
+
+/// `worker_kinds`: threads or processes.
+fn worker_kinds(x: &LoaderCx, raw: &RawLoader) -> Result<Vec<WorkerKind>, SuiteError> {
+    let Some(v) = &raw.worker_kinds else {
+        return Ok(vec![WorkerKind::Threads]);
+    };
+    if v.get_ref().is_empty() {
+        return Err(x.cx.err(
+            v.span(),
+            &x.at("worker_kinds"),
+            "empty list; expected at least one value",
+        ));
+    }
+    v.get_ref()
+        .iter()
+        .map(|k| match k.as_str() {
+            "threads" => Ok(WorkerKind::Threads),
+            "processes" => Ok(WorkerKind::Processes),
+            other => Err(x.cx.err(
                 v.span(),
-                &at("worker_kinds"),
-                "empty list; expected at least one value",
-            ));
-        }
-        Some(v) => v
-            .get_ref()
-            .iter()
-            .map(|k| match k.as_str() {
-                "threads" => Ok(WorkerKind::Threads),
-                "processes" => Ok(WorkerKind::Processes),
-                other => Err(cx.err(
-                    v.span(),
-                    &at("worker_kinds"),
-                    format!("{other:?}; expected threads or processes"),
-                )),
-            })
-            .collect::<Result<_, _>>()?,
+                &x.at("worker_kinds"),
+                format!("{other:?}; expected threads or processes"),
+            )),
+        })
+        .collect()
+}
+
+/// `on_bad_sample`: skip (the default) or fail.
+fn on_bad_sample(x: &LoaderCx, raw: &RawLoader) -> Result<OnBadSample, SuiteError> {
+    let Some(v) = &raw.on_bad_sample else {
+        return Ok(OnBadSample::Skip);
     };
-    let on_bad_sample = match &raw.on_bad_sample {
-        None => OnBadSample::Skip,
-        Some(v) => match v.get_ref().as_str() {
-            "skip" => OnBadSample::Skip,
-            "fail" => OnBadSample::Fail,
-            other => {
-                return Err(cx.err(
-                    v.span(),
-                    &at("on_bad_sample"),
-                    format!("{other:?}; expected \"skip\" or \"fail\""),
-                ));
-            }
-        },
-    };
-    let (workers, workers_auto) = workers_knob(
-        cx,
-        &raw.workers,
-        &at("workers"),
-        if kind == "stall" { &[2] } else { &[0, 2, 4] },
-        loader_only,
-    )?;
-    let plan = LoaderPlan {
-        model,
-        loader_only,
-        engines,
-        contexts,
-        prefetch_to_device: cx.bools(&raw.prefetch_to_device, &at("prefetch_to_device"), false)?,
-        data,
-        batch_size: cx.int(&raw.batch_size, &at("batch_size"), 64, 1, 1 << 20)? as usize,
-        workers,
-        workers_auto,
-        kinds,
-        prefetch: cx.ints(&raw.prefetch, &at("prefetch"), &[2], 1, 64)?,
-        persistent: cx.bools(&raw.persistent, &at("persistent"), false)?,
-        pinned: cx.bools(&raw.pinned, &at("pinned"), false)?,
-        shuffle: raw.shuffle.unwrap_or(false),
-        drop_last: raw.drop_last.unwrap_or(kind == "stall"),
-        in_order: raw.in_order.unwrap_or(true),
-        on_bad_sample,
-    };
-    // An epoch that holds no batch measures nothing: refuse it here, where
-    // the sample count is known (an image directory's is known only when it
-    // is read; the driver records such a configuration as failed).
+    match v.get_ref().as_str() {
+        "skip" => Ok(OnBadSample::Skip),
+        "fail" => Ok(OnBadSample::Fail),
+        other => Err(x.cx.err(
+            v.span(),
+            &x.at("on_bad_sample"),
+            format!("{other:?}; expected \"skip\" or \"fail\""),
+        )),
+    }
+}
+
+/// An epoch that holds no batch measures nothing: refuse it here, where
+/// the sample count is known (an image directory's is known only when it
+/// is read; the driver records such a configuration as failed). A python
+/// source's Dataset decides its own fetch, so `batched_fetch` is refused.
+fn check_batch_fits(x: &LoaderCx, raw: &RawLoader, plan: &LoaderPlan) -> Result<(), SuiteError> {
+    if let (DataPlan::Python { .. }, Some(v)) = (&plan.data, &raw.batched_fetch) {
+        return Err(x.cx.err(
+            v.span(),
+            &x.at("batched_fetch"),
+            "given with source = \"python\"; your own Dataset decides (the DataLoader calls its __getitems__ when it defines one)",
+        ));
+    }
     let known_samples = match &plan.data {
         DataPlan::Images { dir: Some(_), .. } | DataPlan::Python { .. } => None,
         DataPlan::FashionMnist { samples, .. } => Some(*samples),
@@ -334,90 +286,74 @@ pub(super) fn parse(
         | DataPlan::Synthetic { samples, .. }
         | DataPlan::Images { samples, .. } => Some(*samples),
     };
-    if let Some(samples) = known_samples
-        && plan.drop_last
-        && samples < plan.batch_size
-    {
-        let span = raw
-            .batch_size
-            .as_ref()
-            .map_or(kind_span.clone(), |v| v.span());
-        return Err(cx.err(
-            span,
-            &at("batch_size"),
+    match known_samples {
+        Some(samples) if plan.drop_last && samples < plan.batch_size => Err(x.cx.err(
+            LoaderCx::span_or(&raw.batch_size, x.kind_span.clone()),
+            &x.at("batch_size"),
             format!(
                 "{} with {samples} samples and drop_last = true leaves no batch in an epoch; \
                  expected batch_size <= samples, or drop_last = false (one partial batch)",
                 plan.batch_size
             ),
-        ));
+        )),
+        _ => Ok(()),
     }
-    if kind == "stall" {
-        if python || plan.engines != [EngineName::Native] {
-            let span = raw
-                .engines
-                .as_ref()
-                .map_or(source_span.clone(), |v| v.span());
-            return Err(cx.err(
-                span,
-                &at(if python { "source" } else { "engines" }),
-                "a stall experiment runs the differential method on the native engine; expected engines = [\"native\"] and a tensor, synthetic or images source (compare engines with kind = \"loader\")",
-            ));
-        }
-        for (key, n, span) in [
-            (
-                "workers",
-                plan.workers.len(),
-                raw.workers.as_ref().map(|v| v.span()),
-            ),
-            (
-                "worker_kinds",
-                plan.kinds.len(),
-                raw.worker_kinds.as_ref().map(|v| v.span()),
-            ),
-            (
-                "prefetch",
-                plan.prefetch.len(),
-                raw.prefetch.as_ref().map(|v| v.span()),
-            ),
-            (
-                "persistent",
-                plan.persistent.len(),
-                raw.persistent.as_ref().map(|v| v.span()),
-            ),
-            (
-                "pinned",
-                plan.pinned.len(),
-                raw.pinned.as_ref().map(|v| v.span()),
-            ),
-            (
-                "prefetch_to_device",
-                plan.prefetch_to_device.len(),
-                raw.prefetch_to_device.as_ref().map(|v| v.span()),
-            ),
-        ] {
-            if n != 1 {
-                return Err(cx.err(
-                    span.unwrap_or(kind_span.clone()),
-                    &at(key),
-                    format!(
-                        "{n} values; a stall experiment takes one loader configuration (one value)"
-                    ),
-                ));
-            }
-        }
-        return Ok(ExperimentSpec::Stall(plan));
-    }
-    Ok(ExperimentSpec::Loader(plan))
 }
 
-/// A Python identifier (ASCII letters, digits, `_`; not starting with a digit).
-fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+/// A stall experiment: the native engine and one loader configuration.
+fn check_stall(x: &LoaderCx, raw: &RawLoader, plan: &LoaderPlan) -> Result<(), SuiteError> {
+    let python = matches!(plan.data, DataPlan::Python { .. });
+    if python || plan.engines != [EngineName::Native] {
+        return Err(x.cx.err(
+            LoaderCx::span_or(&raw.engines, x.source_span(raw)),
+            &x.at(if python { "source" } else { "engines" }),
+            "a stall experiment runs the differential method on the native engine; expected engines = [\"native\"] and a tensor, synthetic or images source (compare engines with kind = \"loader\")",
+        ));
+    }
+    let span = |v: Option<Range<usize>>| v.unwrap_or(x.kind_span.clone());
+    for (key, n, at) in [
+        (
+            "workers",
+            plan.workers.len(),
+            raw.workers.as_ref().map(|v| v.span()),
+        ),
+        (
+            "worker_kinds",
+            plan.kinds.len(),
+            raw.worker_kinds.as_ref().map(|v| v.span()),
+        ),
+        (
+            "prefetch",
+            plan.prefetch.len(),
+            raw.prefetch.as_ref().map(|v| v.span()),
+        ),
+        (
+            "persistent",
+            plan.persistent.len(),
+            raw.persistent.as_ref().map(|v| v.span()),
+        ),
+        (
+            "pinned",
+            plan.pinned.len(),
+            raw.pinned.as_ref().map(|v| v.span()),
+        ),
+        (
+            "prefetch_to_device",
+            plan.prefetch_to_device.len(),
+            raw.prefetch_to_device.as_ref().map(|v| v.span()),
+        ),
+    ] {
+        if n != 1 {
+            return Err(x.cx.err(
+                span(at),
+                &x.at(key),
+                format!(
+                    "{n} values; a stall experiment takes one loader configuration (one value)"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The most workers a suite may ask for.

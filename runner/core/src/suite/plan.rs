@@ -152,6 +152,10 @@ pub enum EngineName {
     Native,
     Pytorch,
     Spdl,
+    /// NVIDIA DALI's pipeline in the harness.
+    Dali,
+    /// torchdata.nodes in the harness.
+    Nodes,
 }
 
 impl EngineName {
@@ -160,6 +164,8 @@ impl EngineName {
             EngineName::Native => "native",
             EngineName::Pytorch => "pytorch",
             EngineName::Spdl => "spdl",
+            EngineName::Dali => "dali",
+            EngineName::Nodes => "nodes",
         }
     }
     /// The bundle's engine.
@@ -168,6 +174,26 @@ impl EngineName {
             EngineName::Native => stallscope_bundle::Engine::Native,
             EngineName::Pytorch => stallscope_bundle::Engine::Pytorch,
             EngineName::Spdl => stallscope_bundle::Engine::Spdl,
+            EngineName::Dali => stallscope_bundle::Engine::Dali,
+            EngineName::Nodes => stallscope_bundle::Engine::Nodes,
+        }
+    }
+}
+
+/// Where DALI decodes and runs its operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DaliDevice {
+    /// CPU operators (`device_id=None` on a machine without a GPU).
+    Cpu,
+    /// nvJPEG decoding and GPU operators (a CUDA device only).
+    Mixed,
+}
+
+impl DaliDevice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DaliDevice::Cpu => "cpu",
+            DaliDevice::Mixed => "mixed",
         }
     }
 }
@@ -198,8 +224,13 @@ pub struct LoaderPlan {
     pub model: ModelSpec,
     /// `model = "none"`: a loop over the loader alone, no copy, no step.
     pub loader_only: bool,
-    /// `engines`: native, pytorch, spdl (a swept dimension).
+    /// `engines`: native, pytorch, spdl, dali, nodes (a swept dimension).
     pub engines: Vec<EngineName>,
+    /// `batched_fetch`: the DataLoader fetches a batch through the
+    /// Dataset's `__getitems__` (pytorch only).
+    pub batched_fetch: Vec<bool>,
+    /// `dali_device`: where DALI decodes (dali only).
+    pub dali_devices: Vec<DaliDevice>,
     /// `contexts`: the DataLoader's start methods (pytorch only).
     pub contexts: Vec<MpContext>,
     /// `prefetch_to_device`: copy the next batch on a side stream.

@@ -101,6 +101,10 @@ pub(crate) struct RawLoader {
     pub(crate) engines: Option<Spanned<Vec<String>>>,
     pub(crate) contexts: Option<Spanned<Vec<String>>>,
     pub(crate) prefetch_to_device: Option<Spanned<Vec<bool>>>,
+    /// The DataLoader fetching a batch through `__getitems__` (pytorch).
+    pub(crate) batched_fetch: Option<Spanned<Vec<bool>>>,
+    /// Where DALI decodes: `cpu` or `mixed` (dali).
+    pub(crate) dali_device: Option<Spanned<Vec<String>>>,
     /// `source = "python"`: `module:function` returning a Dataset.
     pub(crate) factory: Option<Spanned<String>>,
     /// Keyword arguments of the factory.

@@ -340,7 +340,7 @@ impl GridExperiment for LoaderExperiment {
             .iter()
             .zip(&self.unavailable)
             .map(|(&p, why)| {
-                let mut c = configuration(lp, p, pin_note, why.as_deref());
+                let mut c = configuration(lp, p, pin_note, why.as_deref(), self.common.cuda);
                 if let Some(b) = self.common.batch_bytes() {
                     c = c.with_batch_bytes(b);
                 }
@@ -355,8 +355,10 @@ impl GridExperiment for LoaderExperiment {
             .iter()
             .map(|e| match e {
                 EngineName::Native => "the native loader (thread workers share the runner's process; process workers run the small stallscope-loader-worker binary, no libtorch, and hand batches over through POSIX shared memory; workers take batches round-robin, each holding at most `prefetch` batches ahead)",
-                EngineName::Pytorch => "PyTorch's torch.utils.data.DataLoader in the Python harness (num_workers, prefetch_factor, persistent_workers, pin_memory, the start method)",
+                EngineName::Pytorch => "PyTorch's torch.utils.data.DataLoader in the Python harness (num_workers, prefetch_factor, persistent_workers, pin_memory, the start method, and with batched_fetch the Dataset's __getitems__)",
                 EngineName::Spdl => "SPDL's pipeline in the Python harness (a per-sample stage of `workers` concurrency on its thread pool, or on a process pool with worker_kinds processes, then batching; `prefetch` batches buffered at the sink)",
+                EngineName::Dali => "NVIDIA DALI's pipeline in the Python harness, through its PyTorch iterator (an external source over the same batches; `workers` is its num_threads, `prefetch` its queue depth; images decoded, resized, cropped and normalised by DALI's CPU operators, or by nvJPEG and GPU operators with dali_device = mixed)",
+                EngineName::Nodes => "torchdata.nodes in the Python harness (a sampler node over the same batches, a ParallelMapper of `workers` threads or processes that fetches and collates whole batches, PinMemory, then a Prefetcher of `prefetch` batches)",
             })
             .collect::<Vec<_>>()
             .join("; ");

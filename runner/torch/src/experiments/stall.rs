@@ -38,14 +38,15 @@ impl StallExperiment {
             unreachable!("StallExperiment::new is called for stall plans only")
         };
         let point = Point {
-            engine: stallscope_core::suite::EngineName::Native,
-            context: stallscope_core::suite::MpContext::Fork,
-            to_device: false,
-            workers: lp.workers[0],
             kind: lp.kinds[0],
             prefetch: lp.prefetch[0],
             persistent: lp.persistent[0],
-            pinned: lp.pinned[0] || rc.device.is_cuda(),
+            ..Point::base(
+                stallscope_core::suite::EngineName::Native,
+                lp.workers[0],
+                lp.pinned[0] || rc.device.is_cuda(),
+                false,
+            )
         };
         Ok(StallExperiment {
             common: Common::new(plan, lp, rc)?,
