@@ -1,12 +1,15 @@
 //! Whole-run throughput against the swept parameter (median with min–max),
 //! peak memory on a second axis, and the sweet spot marked.
 
+use plotters::chart::DualCoordChartContext;
+use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters_canvas::CanvasBackend;
 use stallscope_bundle::analysis::{
-    DEFAULT_SWEET_SPOT_THRESHOLD, Metric, MetricKey, Unit, has_metric, metric_summary,
+    DEFAULT_SWEET_SPOT_THRESHOLD, Metric, MetricKey, SweetSpot, Unit, has_metric, metric_summary,
     metric_value, preferred_phase, sweet_spot, throughput_metric,
 };
-use stallscope_bundle::{Experiment, TimingMode};
+use stallscope_bundle::{Experiment, Phase, TimingMode};
 use web_sys::HtmlCanvasElement;
 
 use super::*;
@@ -78,215 +81,332 @@ fn memory_metric(e: &Experiment) -> Option<Metric> {
         .find(|m| has_metric(e, &MetricKey::new(*m, TimingMode::WholeRun, phase)))
 }
 
+/// The chart's drawing context: throughput on the left axis, memory on the
+/// right.
+type Chart<'a> = DualCoordChartContext<
+    'a,
+    CanvasBackend,
+    Cartesian2d<AxisCoord, AxisCoord>,
+    Cartesian2d<AxisCoord, AxisCoord>,
+>;
+
+/// CSS pixels to device pixels.
+#[derive(Clone, Copy)]
+struct Scale(f64);
+
+impl Scale {
+    fn px(self, v: f64) -> u32 {
+        (v * self.0).round() as u32
+    }
+
+    fn font(self, v: f64) -> FontDesc<'static> {
+        ("sans-serif", v * self.0).into_font()
+    }
+}
+
+/// What the chart plots, and the units and axes it plots them in.
+struct Plot {
+    param: String,
+    phase: Phase,
+    metric: Metric,
+    /// Every configuration's min and max rate.
+    rates: Vec<f64>,
+    rate_unit: Unit,
+    xs: Vec<f64>,
+    x_axis: Axis,
+    memory: MemoryPlot,
+}
+
+/// Peak memory on the second axis (no points: no second axis).
+struct MemoryPlot {
+    metric: Option<Metric>,
+    points: Vec<(f64, f64)>,
+    values: Vec<f64>,
+    axis: Axis,
+    unit: Unit,
+}
+
+impl Plot {
+    fn of(e: &Experiment) -> Self {
+        let pts = points(e);
+        let param = e.swept.first().cloned().unwrap_or_default();
+        let phase = preferred_phase(e);
+        let metric = throughput_metric(e);
+        let rates: Vec<f64> = pts.iter().flat_map(|p| [p.2, p.3]).collect();
+        let rate_unit = Unit::for_values(metric.quantity(), &rates);
+        let xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
+        let x_axis = Axis::for_values(&xs);
+        let memory = MemoryPlot::of(e, &param, phase);
+        Plot {
+            param,
+            phase,
+            metric,
+            rates,
+            rate_unit,
+            xs,
+            x_axis,
+            memory,
+        }
+    }
+}
+
+impl MemoryPlot {
+    /// The memory metric's value of every configuration with a numeric
+    /// `param`, sorted by it.
+    fn of(e: &Experiment, param: &str, phase: Phase) -> Self {
+        let metric = memory_metric(e);
+        let points: Vec<(f64, f64)> = metric
+            .map(|m| {
+                let key = MetricKey::new(m, TimingMode::WholeRun, phase);
+                let mut v: Vec<(f64, f64)> = e
+                    .configurations
+                    .iter()
+                    .filter_map(|c| Some((c.params.get(param)?.as_f64()?, metric_value(c, &key)?)))
+                    .collect();
+                v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                v
+            })
+            .unwrap_or_default();
+        let values: Vec<f64> = points.iter().map(|p| p.1).collect();
+        MemoryPlot {
+            metric,
+            axis: Axis::for_values(&values),
+            unit: Unit::for_values(stallscope_bundle::analysis::Quantity::Bytes, &values),
+            points,
+            values,
+        }
+    }
+}
+
 pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
     let s = Surface::new(canvas)?;
-    let pts = points(e);
-    let param = e.swept.first().cloned().unwrap_or_default();
-    let phase = preferred_phase(e);
-    let metric = throughput_metric(e);
-    let rates: Vec<f64> = pts.iter().flat_map(|p| [p.2, p.3]).collect();
-    let rate_unit = Unit::for_values(metric.quantity(), &rates);
-    let xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
-    let x_axis = Axis::for_values(&xs);
-    let y_axis = Axis::linear();
-
-    let mem_metric = memory_metric(e);
-    let mem_points: Vec<(f64, f64)> = mem_metric
-        .map(|m| {
-            let key = MetricKey::new(m, TimingMode::WholeRun, phase);
-            let mut v: Vec<(f64, f64)> = e
-                .configurations
-                .iter()
-                .filter_map(|c| Some((c.params.get(&param)?.as_f64()?, metric_value(c, &key)?)))
-                .collect();
-            v.sort_by(|a, b| a.0.total_cmp(&b.0));
-            v
-        })
-        .unwrap_or_default();
-    let mem_values: Vec<f64> = mem_points.iter().map(|p| p.1).collect();
-    let mem_axis = Axis::for_values(&mem_values);
-    let mem_unit = Unit::for_values(stallscope_bundle::analysis::Quantity::Bytes, &mem_values);
-
+    let plot = Plot::of(e);
     let root = s.backend.into_drawing_area();
     // `s.backend` moved; keep the scale.
-    let dpr = s.dpr;
-    let px = |v: f64| (v * dpr).round() as u32;
-    let font = |v: f64| ("sans-serif", v * dpr).into_font();
+    let d = Scale(s.dpr);
     root.fill(&WHITE).map_err(err)?;
-
-    let x_coord = x_axis.coord(&xs, false, Some(xs.clone()), 1.0);
-    let y_coord = y_axis.coord(&rates, true, None, rate_unit.factor);
-    let mut chart = ChartBuilder::on(&root)
-        .margin(px(12.0))
-        .caption(
-            format!(
-                "Whole-run throughput vs {param} ({} epochs)",
-                phase.as_str()
-            ),
-            font(15.0),
-        )
-        .x_label_area_size(px(44.0))
-        .y_label_area_size(px(70.0))
-        .right_y_label_area_size(if mem_points.is_empty() { 0 } else { px(70.0) })
-        .build_cartesian_2d(x_coord.clone(), y_coord)
-        .map_err(err)?
-        .set_secondary_coord(
-            x_coord,
-            mem_axis.coord(&mem_values, !mem_axis.log, None, mem_unit.factor),
-        );
-
-    let x_fmt = |v: &f64| short_number(x_axis.back(*v));
-    let y_fmt = |v: &f64| short_number(*v * rate_unit.factor);
-    chart
-        .configure_mesh()
-        .light_line_style(WHITE)
-        .bold_line_style(GRID)
-        .x_desc(format!(
-            "{param}{}",
-            if x_axis.log { " (log scale)" } else { "" }
-        ))
-        .y_desc(format!(
-            "{} [{}] (whole-run)",
-            metric.label(),
-            rate_unit.suffix.trim_start_matches('/')
-        ))
-        .x_label_formatter(&x_fmt)
-        .y_label_formatter(&y_fmt)
-        .label_style(font(12.0))
-        .axis_desc_style(font(12.0))
-        .draw()
-        .map_err(err)?;
-
-    if !mem_points.is_empty() {
-        let m_fmt = |v: &f64| short_number(mem_axis.back(*v) * mem_unit.factor);
-        chart
-            .configure_secondary_axes()
-            .y_desc(format!(
-                "{} [{}]{}",
-                mem_metric.map(|m| m.label()).unwrap_or(""),
-                mem_unit.suffix,
-                if mem_axis.log { " (log)" } else { "" }
-            ))
-            .y_label_formatter(&m_fmt)
-            .label_style(font(12.0))
-            .axis_desc_style(font(12.0))
-            .draw()
-            .map_err(err)?;
-    }
-
+    let mut chart = chart(&root, &plot, d)?;
+    draw_axes(&mut chart, &plot, d)?;
     // Sweet spot first, so the series draw over it.
     if let Some(spot) = sweet_spot(e, DEFAULT_SWEET_SPOT_THRESHOLD) {
-        let x = x_axis.fwd(spot.value);
-        let top = rates.iter().copied().fold(0.0, f64::max) * 1.04;
-        chart
-            .draw_series(std::iter::once(PathElement::new(
-                vec![(x, 0.0), (x, top)],
-                SWEET_GREEN.stroke_width(px(2.0)),
-            )))
-            .map_err(err)?
-            .label(format!(
-                "sweet spot: {param} {} ({:.0}% of best)",
-                spot.value,
-                spot.fraction_of_best * 100.0
-            ))
-            .legend(move |(lx, ly)| {
-                PathElement::new(
-                    vec![(lx, ly - 6), (lx, ly + 6)],
-                    SWEET_GREEN.stroke_width(2),
-                )
-            });
-        let threshold = spot.threshold * spot.best_rate;
-        chart
-            .draw_series(DashedLineSeries::new(
-                vec![
-                    (x_axis.fwd(xs[0]), threshold),
-                    (x_axis.fwd(xs[xs.len() - 1]), threshold),
-                ],
-                px(4.0),
-                px(4.0),
-                SWEET_GREEN.mix(0.6).stroke_width(px(1.0)),
-            ))
-            .map_err(err)?
-            .label(format!("{:.0}% of the best", spot.threshold * 100.0))
-            .legend(move |(lx, ly)| {
-                PathElement::new(vec![(lx, ly), (lx + 16, ly)], SWEET_GREEN.mix(0.6))
-            });
+        draw_sweet_spot(&mut chart, &plot, &spot, d)?;
     }
-
     let groups = grouped_points(e);
     let single = groups.len() == 1;
     for (k, (group, pts)) in groups.iter().enumerate() {
-        let color = PALETTE[k % PALETTE.len()];
-        chart
-            .draw_series(pts.iter().map(|p| {
-                ErrorBar::new_vertical(
-                    x_axis.fwd(p.0),
-                    p.2,
-                    p.1,
-                    p.3,
-                    color.stroke_width(px(1.0)),
-                    px(8.0),
-                )
-            }))
-            .map_err(err)?;
         let label = if single {
-            format!("{} (median, min–max)", metric.label())
+            format!("{} (median, min–max)", plot.metric.label())
         } else {
-            format!("{}: {group}", metric.label())
+            format!("{}: {group}", plot.metric.label())
         };
-        chart
-            .draw_series(LineSeries::new(
-                pts.iter().map(|p| (x_axis.fwd(p.0), p.1)),
-                color.stroke_width(px(2.0)),
-            ))
-            .map_err(err)?
-            .label(label)
-            .legend(move |(lx, ly)| {
-                PathElement::new(vec![(lx, ly), (lx + 16, ly)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(
-                pts.iter()
-                    .map(|p| Circle::new((x_axis.fwd(p.0), p.1), px(3.5), color.filled())),
-            )
-            .map_err(err)?;
+        draw_group(&mut chart, &plot, pts, PALETTE[k % PALETTE.len()], label, d)?;
     }
-
-    if let Some(m) = mem_metric.filter(|_| !mem_points.is_empty()) {
-        // With several series, one memory line would zigzag between them.
-        let line = if single {
-            mem_points.clone()
-        } else {
-            Vec::new()
-        };
-        chart
-            .draw_secondary_series(LineSeries::new(
-                line.iter().map(|p| (x_axis.fwd(p.0), mem_axis.fwd(p.1))),
-                MEMORY_ORANGE.stroke_width(px(2.0)),
-            ))
-            .map_err(err)?
-            .label(format!("{} (right axis)", m.label()))
-            .legend(|(lx, ly)| {
-                PathElement::new(vec![(lx, ly), (lx + 16, ly)], MEMORY_ORANGE.stroke_width(2))
-            });
-        chart
-            .draw_secondary_series(mem_points.iter().map(|p| {
-                TriangleMarker::new(
-                    (x_axis.fwd(p.0), mem_axis.fwd(p.1)),
-                    px(4.0),
-                    MEMORY_ORANGE.filled(),
-                )
-            }))
-            .map_err(err)?;
+    if let Some(m) = plot
+        .memory
+        .metric
+        .filter(|_| !plot.memory.points.is_empty())
+    {
+        draw_memory(&mut chart, &plot, m, single, d)?;
     }
-
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::LowerRight)
         .background_style(WHITE.mix(0.85))
         .border_style(GRID)
-        .label_font(font(12.0))
+        .label_font(d.font(12.0))
         .draw()
         .map_err(err)?;
     root.present().map_err(err)
+}
+
+/// The chart's frame: caption, label areas (a right one for memory) and
+/// both coordinate systems.
+fn chart<'a>(
+    root: &'a DrawingArea<CanvasBackend, Shift>,
+    plot: &Plot,
+    d: Scale,
+) -> Result<Chart<'a>, String> {
+    let (xs, mem) = (&plot.xs, &plot.memory);
+    let x_coord = plot.x_axis.coord(xs, false, Some(xs.clone()), 1.0);
+    let y_coord = Axis::linear().coord(&plot.rates, true, None, plot.rate_unit.factor);
+    Ok(ChartBuilder::on(root)
+        .margin(d.px(12.0))
+        .caption(
+            format!(
+                "Whole-run throughput vs {} ({} epochs)",
+                plot.param,
+                plot.phase.as_str()
+            ),
+            d.font(15.0),
+        )
+        .x_label_area_size(d.px(44.0))
+        .y_label_area_size(d.px(70.0))
+        .right_y_label_area_size(if mem.points.is_empty() { 0 } else { d.px(70.0) })
+        .build_cartesian_2d(x_coord.clone(), y_coord)
+        .map_err(err)?
+        .set_secondary_coord(
+            x_coord,
+            mem.axis
+                .coord(&mem.values, !mem.axis.log, None, mem.unit.factor),
+        ))
+}
+
+/// The mesh, both axes' labels and, with memory, the right axis.
+fn draw_axes(chart: &mut Chart, plot: &Plot, d: Scale) -> ChartResult {
+    let x_fmt = |v: &f64| short_number(plot.x_axis.back(*v));
+    let y_fmt = |v: &f64| short_number(*v * plot.rate_unit.factor);
+    chart
+        .configure_mesh()
+        .light_line_style(WHITE)
+        .bold_line_style(GRID)
+        .x_desc(format!(
+            "{}{}",
+            plot.param,
+            if plot.x_axis.log { " (log scale)" } else { "" }
+        ))
+        .y_desc(format!(
+            "{} [{}] (whole-run)",
+            plot.metric.label(),
+            plot.rate_unit.suffix.trim_start_matches('/')
+        ))
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .label_style(d.font(12.0))
+        .axis_desc_style(d.font(12.0))
+        .draw()
+        .map_err(err)?;
+    let mem = &plot.memory;
+    if !mem.points.is_empty() {
+        let m_fmt = |v: &f64| short_number(mem.axis.back(*v) * mem.unit.factor);
+        chart
+            .configure_secondary_axes()
+            .y_desc(format!(
+                "{} [{}]{}",
+                mem.metric.map(|m| m.label()).unwrap_or(""),
+                mem.unit.suffix,
+                if mem.axis.log { " (log)" } else { "" }
+            ))
+            .y_label_formatter(&m_fmt)
+            .label_style(d.font(12.0))
+            .axis_desc_style(d.font(12.0))
+            .draw()
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// The sweet spot's vertical line and the threshold's dashed one.
+fn draw_sweet_spot(chart: &mut Chart, plot: &Plot, spot: &SweetSpot, d: Scale) -> ChartResult {
+    let (x_axis, xs) = (&plot.x_axis, &plot.xs);
+    let x = x_axis.fwd(spot.value);
+    let top = plot.rates.iter().copied().fold(0.0, f64::max) * 1.04;
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(x, 0.0), (x, top)],
+            SWEET_GREEN.stroke_width(d.px(2.0)),
+        )))
+        .map_err(err)?
+        .label(format!(
+            "sweet spot: {} {} ({:.0}% of best)",
+            plot.param,
+            spot.value,
+            spot.fraction_of_best * 100.0
+        ))
+        .legend(move |(lx, ly)| {
+            PathElement::new(
+                vec![(lx, ly - 6), (lx, ly + 6)],
+                SWEET_GREEN.stroke_width(2),
+            )
+        });
+    let threshold = spot.threshold * spot.best_rate;
+    chart
+        .draw_series(DashedLineSeries::new(
+            vec![
+                (x_axis.fwd(xs[0]), threshold),
+                (x_axis.fwd(xs[xs.len() - 1]), threshold),
+            ],
+            d.px(4.0),
+            d.px(4.0),
+            SWEET_GREEN.mix(0.6).stroke_width(d.px(1.0)),
+        ))
+        .map_err(err)?
+        .label(format!("{:.0}% of the best", spot.threshold * 100.0))
+        .legend(move |(lx, ly)| {
+            PathElement::new(vec![(lx, ly), (lx + 16, ly)], SWEET_GREEN.mix(0.6))
+        });
+    Ok(())
+}
+
+/// One series: min–max bars, the median line (in the legend as `label`)
+/// and its points.
+fn draw_group(
+    chart: &mut Chart,
+    plot: &Plot,
+    pts: &[Point],
+    color: RGBColor,
+    label: String,
+    d: Scale,
+) -> ChartResult {
+    let x_axis = &plot.x_axis;
+    chart
+        .draw_series(pts.iter().map(|p| {
+            ErrorBar::new_vertical(
+                x_axis.fwd(p.0),
+                p.2,
+                p.1,
+                p.3,
+                color.stroke_width(d.px(1.0)),
+                d.px(8.0),
+            )
+        }))
+        .map_err(err)?;
+    chart
+        .draw_series(LineSeries::new(
+            pts.iter().map(|p| (x_axis.fwd(p.0), p.1)),
+            color.stroke_width(d.px(2.0)),
+        ))
+        .map_err(err)?
+        .label(label)
+        .legend(move |(lx, ly)| {
+            PathElement::new(vec![(lx, ly), (lx + 16, ly)], color.stroke_width(2))
+        });
+    chart
+        .draw_series(
+            pts.iter()
+                .map(|p| Circle::new((x_axis.fwd(p.0), p.1), d.px(3.5), color.filled())),
+        )
+        .map_err(err)?;
+    Ok(())
+}
+
+/// Peak memory `m` on the right axis: its points, and a line through them
+/// when there is one series (with several, one line would zigzag between
+/// them).
+fn draw_memory(chart: &mut Chart, plot: &Plot, m: Metric, single: bool, d: Scale) -> ChartResult {
+    let (x_axis, mem) = (&plot.x_axis, &plot.memory);
+    let line = if single {
+        mem.points.clone()
+    } else {
+        Vec::new()
+    };
+    chart
+        .draw_secondary_series(LineSeries::new(
+            line.iter().map(|p| (x_axis.fwd(p.0), mem.axis.fwd(p.1))),
+            MEMORY_ORANGE.stroke_width(d.px(2.0)),
+        ))
+        .map_err(err)?
+        .label(format!("{} (right axis)", m.label()))
+        .legend(|(lx, ly)| {
+            PathElement::new(vec![(lx, ly), (lx + 16, ly)], MEMORY_ORANGE.stroke_width(2))
+        });
+    chart
+        .draw_secondary_series(mem.points.iter().map(|p| {
+            TriangleMarker::new(
+                (x_axis.fwd(p.0), mem.axis.fwd(p.1)),
+                d.px(4.0),
+                MEMORY_ORANGE.filled(),
+            )
+        }))
+        .map_err(err)?;
+    Ok(())
 }

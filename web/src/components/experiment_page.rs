@@ -8,9 +8,10 @@
 use std::sync::Arc;
 
 use leptos::prelude::*;
-use stallscope_bundle::Bundle;
 use stallscope_bundle::OpenEnum;
 use stallscope_bundle::analysis::{show_percent, stall_attribution, verdict_in};
+use stallscope_bundle::{Bundle, Experiment};
+use web_sys::HtmlCanvasElement;
 
 use crate::charts;
 use crate::components::chart_panel::{ChartPanel, Draw};
@@ -53,23 +54,94 @@ pub fn ExperimentPage(view: ExperimentView) -> impl IntoView {
 }
 
 fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl IntoView {
-    let state = expect_context::<AppState>();
     let e = &b.experiments[index];
-    // A kind from a newer format: the verdict says so, with the bundle's version.
-    let newer = e.kind.unknown().is_some();
-    let v = verdict_in(e, b.schema_version);
-    // Charts hold the bundle, not a copy of the experiment (it may carry
-    // millions of per-step records).
-    let shared = b.clone();
     let stem = format!(
         "{}-{}",
         crate::export::file_stem(&b.id),
         crate::export::file_stem(&e.id)
     );
+    let whole_run = whole_run_charts(&b, index, &stem);
+    let diagnostic = diagnostic_charts(&b, index, &stem, &view);
+    let how_href = Route::HowTo {
+        bundle: b.id.clone(),
+    }
+    .to_hash();
+    view! {
+        <article class="experiment-page">
+            {heading(&b, index)}
+            <ComparisonTable bundle=b.clone() experiment=index view=view.clone()/>
+            {whole_run}
+            {diagnostic}
+            <Timelines bundle=b.clone() experiment=index stem=stem.clone()/>
+            <Cost bundle=b.clone() experiment=index/>
+            {(!b.ranks.is_empty()).then(|| view! {
+                <RankPanel bundle=b.clone() experiment=index stem=stem.clone()/>
+            })}
+            <Failures bundle=b.clone() experiment=index/>
+            <MetricGlossary metrics=metrics_of(e)/>
+            <p><a href=how_href>"How to read this report"</a></p>
+        </article>
+    }
+}
 
+/// The crumbs, the title, where the figures come from, the description,
+/// the settings and the verdict.
+fn heading(b: &Arc<Bundle>, index: usize) -> impl IntoView + use<> {
+    let e = &b.experiments[index];
+    // A kind from a newer format: the verdict says so, with the bundle's version.
+    let newer = e.kind.unknown().is_some();
+    let v = verdict_in(e, b.schema_version);
+    let settings: Vec<(String, String)> = e
+        .settings
+        .iter()
+        .map(|(k, v)| (k.clone(), v.to_string()))
+        .collect();
+    let bundle_href = Route::Bundle {
+        bundle: b.id.clone(),
+    }
+    .to_hash();
+    view! {
+        <nav class="crumbs">
+            <a href=Route::Library.to_hash()>"library"</a> " › "
+            <a href=bundle_href>{b.title.clone()}</a> " › "
+            <span>{e.title.clone()}</span>
+        </nav>
+        <h1 class="experiment-title">{e.title.clone()}</h1>
+        <p class="meta"><Provenance bundle=b.clone() compact=true/></p>
+        {e.description.clone().map(|d| view! { <p class="description">{d}</p> })}
+        {e.not_applicable.clone().map(|r| view! { <p class="warning">"Not applicable here: " {r}</p> })}
+        {(!settings.is_empty()).then(|| view! {
+            <p class="settings">
+                {settings.into_iter().map(|(k, v)| view! { <span class="setting"><b>{k}</b> " " {v}</span> }).collect_view()}
+            </p>
+        })}
+        {v.map(|v| view! {
+            <div class="verdict-box" class:newer-format=newer>
+                <p class="verdict">{v.headline}</p>
+                <p class="verdict-figure">"Rests on: " {v.figure} {v.mode.map(|m| format!(" [{}]", m.label()))}</p>
+            </div>
+        })}
+    }
+}
+
+/// What draws experiment `index` of `b` with `chart`. Charts hold the
+/// bundle, not a copy of the experiment (it may carry millions of per-step
+/// records).
+fn draw_experiment(
+    b: &Arc<Bundle>,
+    index: usize,
+    chart: fn(&HtmlCanvasElement, &Experiment) -> charts::ChartResult,
+) -> Draw {
+    let e = b.clone();
+    Arc::new(move |c| chart(c, &e.experiments[index]))
+}
+
+/// The whole-run charts that apply: throughput with memory and the sweet
+/// spot, the rates, first vs steady epochs.
+fn whole_run_charts(b: &Arc<Bundle>, index: usize, stem: &str) -> Option<impl IntoView + use<>> {
+    let e = &b.experiments[index];
     let throughput = charts::throughput::applies(e).then(|| {
-        let e = shared.clone();
-        let draw: Draw = Arc::new(move |c| charts::throughput::draw(c, &e.experiments[index]));
+        let draw = draw_experiment(b, index, charts::throughput::draw);
         view! {
             <ChartPanel
                 id=format!("{stem}-throughput")
@@ -80,22 +152,12 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
         }
     });
     let rates = charts::rates::applies(e).then(|| {
-        let e = shared.clone();
-        let draw: Draw = Arc::new(move |c| charts::rates::draw(c, &e.experiments[index]));
-        let note = match stall_attribution(&shared.experiments[index]) {
-            Some(a) => format!(
-                "Differential attribution from these whole-run rates: transfer stall {} (1 − from host ÷ compute-only), data stall {} (1 − full pipeline ÷ from host); the loop waited for input {} of the epoch.",
-                show_percent(a.transfer_stall.max(0.0)),
-                show_percent(a.data_stall.max(0.0)),
-                show_percent(a.waiting_share)
-            ),
-            None => "Whole-run throughput of each configuration: median of the repeats with the min–max bar.".to_string(),
-        };
+        let draw = draw_experiment(b, index, charts::rates::draw);
+        let note = rates_note(e);
         view! { <ChartPanel id=format!("{stem}-rates") note=note draw=draw/> }
     });
     let epochs = charts::epochs::applies(e).then(|| {
-        let e = shared.clone();
-        let draw: Draw = Arc::new(move |c| charts::epochs::draw(c, &e.experiments[index]));
+        let draw = draw_experiment(b, index, charts::epochs::draw);
         view! {
             <ChartPanel
                 id=format!("{stem}-epochs")
@@ -104,9 +166,43 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
             />
         }
     });
+    (throughput.is_some() || rates.is_some() || epochs.is_some()).then(|| {
+        view! {
+            <section class="charts whole-run-charts">
+                <h2>"Whole-run"</h2>
+                {throughput}
+                {rates}
+                {epochs}
+            </section>
+        }
+    })
+}
+
+/// The rates chart's note: the differential stall attribution when the
+/// experiment has one.
+fn rates_note(e: &Experiment) -> String {
+    match stall_attribution(e) {
+        Some(a) => format!(
+            "Differential attribution from these whole-run rates: transfer stall {} (1 − from host ÷ compute-only), data stall {} (1 − full pipeline ÷ from host); the loop waited for input {} of the epoch.",
+            show_percent(a.transfer_stall.max(0.0)),
+            show_percent(a.data_stall.max(0.0)),
+            show_percent(a.waiting_share)
+        ),
+        None => "Whole-run throughput of each configuration: median of the repeats with the min–max bar.".to_string(),
+    }
+}
+
+/// The diagnostic charts that apply, kept apart: the stage breakdown and
+/// the per-step distribution.
+fn diagnostic_charts(
+    b: &Arc<Bundle>,
+    index: usize,
+    stem: &str,
+    view: &ExperimentView,
+) -> Option<impl IntoView + use<>> {
+    let e = &b.experiments[index];
     let stages = charts::stages::applies(e).then(|| {
-        let e = shared.clone();
-        let draw: Draw = Arc::new(move |c| charts::stages::draw(c, &e.experiments[index]));
+        let draw = draw_experiment(b, index, charts::stages::draw);
         view! {
             <ChartPanel
                 id=format!("{stem}-stages")
@@ -117,17 +213,38 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
             />
         }
     });
-    let with_steps: Vec<(String, String)> = charts::steps::configurations_with_steps(e)
-        .into_iter()
-        .map(|c| (c.id.clone(), c.label.clone()))
-        .collect();
-    let steps = (!with_steps.is_empty()).then(|| {
+    let steps = steps_chart(b, index, stem, view);
+    (stages.is_some() || steps.is_some()).then(|| view! {
+        <section class="charts diagnostic-charts">
+            <h2>"Diagnostic — synchronized at every stage"</h2>
+            <p class="muted">"These figures locate the stage that waits. They are not performance: never compare them with whole-run throughput."</p>
+            {stages}
+            {steps}
+        </section>
+    })
+}
+
+/// The per-step distribution of one configuration (the view's choice, else
+/// the first), with a picker of the configurations that have steps.
+fn steps_chart(
+    b: &Arc<Bundle>,
+    index: usize,
+    stem: &str,
+    view: &ExperimentView,
+) -> Option<impl IntoView + use<>> {
+    let state = expect_context::<AppState>();
+    let with_steps: Vec<(String, String)> =
+        charts::steps::configurations_with_steps(&b.experiments[index])
+            .into_iter()
+            .map(|c| (c.id.clone(), c.label.clone()))
+            .collect();
+    (!with_steps.is_empty()).then(|| {
         let chosen = view
             .steps_of
             .clone()
             .filter(|id| with_steps.iter().any(|(c, _)| c == id))
             .unwrap_or_else(|| with_steps[0].0.clone());
-        let e = shared.clone();
+        let e = b.clone();
         let chosen_draw = chosen.clone();
         let draw: Draw = Arc::new(move |c| match e.experiments[index].configuration(&chosen_draw) {
             Some(cfg) => charts::steps::draw(c, cfg),
@@ -151,71 +268,5 @@ fn experiment_view(b: Arc<Bundle>, index: usize, view: ExperimentView) -> impl I
             </label>
             <ChartPanel id=format!("{stem}-steps") diagnostic=true draw=draw/>
         }
-    });
-
-    let settings: Vec<(String, String)> = e
-        .settings
-        .iter()
-        .map(|(k, v)| (k.clone(), v.to_string()))
-        .collect();
-    let bundle_href = Route::Bundle {
-        bundle: b.id.clone(),
-    }
-    .to_hash();
-    let how_href = Route::HowTo {
-        bundle: b.id.clone(),
-    }
-    .to_hash();
-    view! {
-        <article class="experiment-page">
-            <nav class="crumbs">
-                <a href=Route::Library.to_hash()>"library"</a> " › "
-                <a href=bundle_href>{b.title.clone()}</a> " › "
-                <span>{e.title.clone()}</span>
-            </nav>
-            <h1 class="experiment-title">{e.title.clone()}</h1>
-            <p class="meta"><Provenance bundle=b.clone() compact=true/></p>
-            {e.description.clone().map(|d| view! { <p class="description">{d}</p> })}
-            {e.not_applicable.clone().map(|r| view! { <p class="warning">"Not applicable here: " {r}</p> })}
-            {(!settings.is_empty()).then(|| view! {
-                <p class="settings">
-                    {settings.into_iter().map(|(k, v)| view! { <span class="setting"><b>{k}</b> " " {v}</span> }).collect_view()}
-                </p>
-            })}
-            {v.map(|v| view! {
-                <div class="verdict-box" class:newer-format=newer>
-                    <p class="verdict">{v.headline}</p>
-                    <p class="verdict-figure">"Rests on: " {v.figure} {v.mode.map(|m| format!(" [{}]", m.label()))}</p>
-                </div>
-            })}
-            <ComparisonTable bundle=b.clone() experiment=index view=view.clone()/>
-            {(throughput.is_some() || rates.is_some() || epochs.is_some())
-                .then(|| {
-                    view! {
-                        <section class="charts whole-run-charts">
-                            <h2>"Whole-run"</h2>
-                            {throughput}
-                            {rates}
-                            {epochs}
-                        </section>
-                    }
-                })}
-            {(stages.is_some() || steps.is_some()).then(|| view! {
-                <section class="charts diagnostic-charts">
-                    <h2>"Diagnostic — synchronized at every stage"</h2>
-                    <p class="muted">"These figures locate the stage that waits. They are not performance: never compare them with whole-run throughput."</p>
-                    {stages}
-                    {steps}
-                </section>
-            })}
-            <Timelines bundle=shared.clone() experiment=index stem=stem.clone()/>
-            <Cost bundle=shared.clone() experiment=index/>
-            {(!shared.ranks.is_empty()).then(|| view! {
-                <RankPanel bundle=shared.clone() experiment=index stem=stem.clone()/>
-            })}
-            <Failures bundle=shared.clone() experiment=index/>
-            <MetricGlossary metrics=metrics_of(e)/>
-            <p><a href=how_href>"How to read this report"</a></p>
-        </article>
-    }
+    })
 }
