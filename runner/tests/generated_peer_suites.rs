@@ -1,10 +1,10 @@
 //! The peers' invariant over generated suites: every loader suite that
-//! `run` accepts, across any mix of engines (native, pytorch, spdl) and
-//! knobs (workers, start methods, prefetch, persistence, pinning, shuffle,
-//! drop_last, model or none), yields a valid bundle in which no
-//! configuration failed, and every engine took the same number of samples
-//! and steps in every epoch (the same batches). Real harness, real PyTorch
-//! and SPDL; `STALLSCOPE_PEER_SUITES=N` sets how many (default 6),
+//! `run` accepts, across any mix of engines (native, pytorch, spdl, dali,
+//! nodes) and knobs (workers, worker kinds, start methods, prefetch,
+//! persistence, pinning, batched fetch, shuffle, drop_last, model or none),
+//! yields a valid bundle in which no configuration failed, and every engine
+//! took the same number of samples and steps in every epoch (the same
+//! batches). Real harness, real PyTorch, SPDL, DALI and torchdata; `STALLSCOPE_PEER_SUITES=N` sets how many (default 6),
 //! `STALLSCOPE_SUITE_SEED=S` the first seed, `STALLSCOPE_PEERS=0` skips.
 
 #[allow(dead_code)]
@@ -57,7 +57,16 @@ fn suite(seed: u64) -> String {
         _ => {}
     }
     // At least one peer beside any others.
-    let mut engines = subset(&mut rng, &["\"native\"", "\"pytorch\"", "\"spdl\""]);
+    let mut engines = subset(
+        &mut rng,
+        &[
+            "\"native\"",
+            "\"pytorch\"",
+            "\"spdl\"",
+            "\"dali\"",
+            "\"nodes\"",
+        ],
+    );
     if engines == "[\"native\"]" {
         engines = "[\"native\", \"pytorch\"]".into();
     }
@@ -71,6 +80,13 @@ fn suite(seed: u64) -> String {
     };
     if engines.contains("pytorch") {
         writeln!(out, "contexts = {contexts}").unwrap();
+    }
+    if rng.coin() {
+        let kinds = subset(&mut rng, &["\"threads\"", "\"processes\""]);
+        writeln!(out, "worker_kinds = {kinds}").unwrap();
+    }
+    if engines.contains("pytorch") && rng.below(3) == 0 {
+        writeln!(out, "batched_fetch = {}", subset(&mut rng, &[false, true])).unwrap();
     }
     writeln!(out, "prefetch = {}", subset(&mut rng, &[1, 2])).unwrap();
     writeln!(out, "persistent = {}", subset(&mut rng, &[false, true])).unwrap();

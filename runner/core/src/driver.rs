@@ -161,12 +161,7 @@ pub fn drive(
             // A failed configuration is not retried; one whose engine (or
             // DALI's decoder placement) is not applicable here has nothing
             // to run.
-            let nowhere = crate::grid::RUNS_NOWHERE;
-            if config.failure.is_some()
-                || nowhere
-                    .iter()
-                    .any(|k| config.not_applicable.contains_key(*k))
-            {
+            if config.failure.is_some() || crate::grid::runs_nowhere(config).is_some() {
                 continue;
             }
             match run_one(bundle, exp_index, ci, repeat, driven, cx) {

@@ -6,10 +6,14 @@ use stallscope_bundle::{Configuration, ParamValue};
 use super::{Point, label, point_id, swept_knobs};
 use crate::suite::{DaliDevice, EngineName, LoaderPlan};
 
-/// The knobs whose "not applicable" means the configuration cannot run
-/// here at all (its engine is not installed, or DALI's mixed decoder has
-/// no GPU), not that a knob has no meaning for it: the driver skips them.
-pub const RUNS_NOWHERE: [&str; 2] = ["engine", "dali_device"];
+/// Why a configuration cannot run here at all, as its record says: its
+/// engine is not applicable (not installed), or DALI's mixed decoder has
+/// no GPU. Other "not applicable" knobs only have no meaning for a
+/// configuration, which still runs. The driver skips these.
+pub fn runs_nowhere(c: &Configuration) -> Option<&str> {
+    let na = |k: &str| c.not_applicable.get(k).map(String::as_str);
+    na("engine").or(na("dali_device").filter(|why| *why == MIXED_NEEDS_CUDA))
+}
 
 const NO_WORKERS: &str =
     "no workers: the loop builds each batch itself, so there is nothing to keep ahead or alive";

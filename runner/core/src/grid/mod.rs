@@ -6,7 +6,7 @@
 mod configuration;
 mod naming;
 
-pub use configuration::{RUNS_NOWHERE, configuration};
+pub use configuration::{MIXED_NEEDS_CUDA, configuration, runs_nowhere};
 pub use naming::{label, point_id};
 
 use stallscope_loader::{LoaderConfig, Sampler, WorkerKind};
