@@ -1,0 +1,168 @@
+//! DALI and torchdata.nodes through the real `stallscope run`: a peers'
+//! Python without one of them (its import blocked, the rest intact) makes
+//! only that engine's configurations not applicable, with the install
+//! command, while the others run; a harness killed in a DALI epoch keeps
+//! the epochs before it. Real harness, real DALI and torchdata.
+//! `STALLSCOPE_PEERS=0` skips them, loudly.
+
+#[allow(dead_code)]
+mod util;
+
+use std::path::{Path, PathBuf};
+
+use stallscope_bundle::{Bundle, Configuration, Engine, Failure};
+use util::*;
+
+const SUITE: &str = r#"
+title = "dali and nodes"
+seed = 3
+torch_threads = 1
+repeats = 1
+epochs = 2
+
+[[experiment]]
+id = "light"
+kind = "loader"
+model = "linear"
+features = 16
+classes = 4
+
+[experiment.loader]
+source = "tensor"
+samples = 192
+batch_size = 32
+workers = [2]
+engines = ["native", "pytorch", "dali", "nodes"]
+"#;
+
+/// The peers' Python, or `None` (with a message) when told to skip.
+fn peers_python() -> Option<PathBuf> {
+    if std::env::var("STALLSCOPE_PEERS").as_deref() == Ok("0") {
+        eprintln!("SKIPPED: STALLSCOPE_PEERS=0; DALI and torchdata.nodes were not tested");
+        return None;
+    }
+    let py = std::env::var_os("STALLSCOPE_PYTHON")
+        .map(PathBuf::from)
+        .or_else(stallscope_peers::python::cached_python)
+        .expect("a place for the peers' Python");
+    assert!(
+        py.exists(),
+        "{} does not exist: run `cargo xtask setup --peers` (or STALLSCOPE_PEERS=0 to skip)",
+        py.display()
+    );
+    Some(py)
+}
+
+/// A `python` in `dir` that runs `real` with `module` unimportable: a
+/// `sitecustomize` put first on the path refuses it as a missing module.
+fn python_without(dir: &Path, real: &Path, module: &str) -> PathBuf {
+    let site = dir.join("block");
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(
+        site.join("sitecustomize.py"),
+        format!(
+            "import sys\n\
+             class _Block:\n    \
+                 def find_spec(self, name, path=None, target=None):\n        \
+                     if name == {module:?} or name.startswith({module:?} + '.'):\n            \
+                         raise ModuleNotFoundError(f'No module named {{name!r}}', name=name)\n        \
+                     return None\n\
+             sys.meta_path.insert(0, _Block())\n"
+        ),
+    )
+    .unwrap();
+    let wrapper = dir.join("python");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nPYTHONPATH=\"{}${{PYTHONPATH:+:$PYTHONPATH}}\" exec \"{}\" \"$@\"\n",
+            site.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    let mut perm = std::fs::metadata(&wrapper).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&wrapper, perm).unwrap();
+    wrapper
+}
+
+/// Run `suite` with `envs` and return the bundle (valid) and the output.
+fn run_suite(dir: &Path, suite: &str, envs: &[(&str, &str)]) -> (Bundle, std::process::Output) {
+    let path = write_suite(dir, "s.toml", suite);
+    let out = dir.join("out");
+    let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python");
+    let harness = harness.display().to_string();
+    let mut all = vec![("STALLSCOPE_HARNESS_DIR", harness.as_str())];
+    all.extend_from_slice(envs);
+    let o = run_on_cpu(&path, &out, &all);
+    (valid_bundle(&out.join("bundle.json")), o)
+}
+
+fn engine(c: &Configuration) -> Engine {
+    c.engine.clone().unwrap_or(Engine::Native)
+}
+
+#[test]
+fn a_missing_dali_or_torchdata_leaves_the_other_engines_running() {
+    let Some(real) = peers_python() else { return };
+    for (module, missing) in [("nvidia.dali", Engine::Dali), ("torchdata", Engine::Nodes)] {
+        let dir = temp_dir("peers-missing-package");
+        let python = python_without(dir.path(), &real, module);
+        let python = python.to_str().unwrap();
+        let (b, o) = run_suite(dir.path(), SUITE, &[("STALLSCOPE_PYTHON", python)]);
+        assert!(o.status.success(), "{module}: {}", text(&o));
+        let configs = &b.experiments[0].configurations;
+        assert_eq!(configs.len(), 4, "{module}");
+        for c in configs {
+            if engine(c) != missing {
+                assert!(c.failure.is_none(), "{module}: {}: {:?}", c.id, c.failure);
+                assert_eq!(c.runs.len(), 4, "{module}: {} ran both modes", c.id);
+                continue;
+            }
+            let reason = c.not_applicable.get("engine").expect("a reason");
+            let import = module
+                .strip_suffix(".dali")
+                .map_or("torchdata.nodes", |_| module);
+            assert!(
+                reason.contains(&format!("cannot import {import}")),
+                "{reason}"
+            );
+            assert!(reason.contains("cargo xtask setup --peers"), "{reason}");
+            assert!(c.runs.is_empty() && c.failure.is_none(), "{}", c.id);
+        }
+    }
+}
+
+#[test]
+fn a_harness_killed_in_a_dali_epoch_keeps_the_epochs_before_it() {
+    let Some(_) = peers_python() else { return };
+    let dir = temp_dir("peers-dali-kill");
+    let suite = SUITE.replace(
+        "\"native\", \"pytorch\", \"dali\", \"nodes\"",
+        "\"native\", \"dali\"",
+    );
+    let (b, o) = run_suite(
+        dir.path(),
+        &suite,
+        &[("STALLSCOPE_HARNESS_FAULT", "kill@1:2")],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let configs = &b.experiments[0].configurations;
+    let native = configs
+        .iter()
+        .find(|c| engine(c) == Engine::Native)
+        .unwrap();
+    assert!(native.failure.is_none() && native.runs.len() == 4);
+    let dali = configs.iter().find(|c| engine(c) == Engine::Dali).unwrap();
+    // Epoch 0 of the whole-run mode finished before the kill in epoch 1.
+    assert_eq!(dali.runs.len(), 1, "{:?}", dali.runs);
+    let Some(Failure::Error { message }) = &dali.failure else {
+        panic!("{:?}", dali.failure)
+    };
+    assert!(
+        message.contains("dali harness ended by signal 9 (killed)"),
+        "{message}"
+    );
+    assert!(message.contains("after 1 of 4 epochs"), "{message}");
+}
