@@ -30,8 +30,8 @@ class ConfigError(ValueError):
 class Config:
     """The validated configuration (`raw` is the JSON object as given, echoed in `hello`)."""
 
-    __slots__ = ("out_dir", "mode", "warmup", "steps", "loader", "overrides", "replay_batches", "unit",
-                 "overrides_loader", "raw")
+    __slots__ = ("out_dir", "mode", "warmup", "steps", "loader", "overrides", "replay_batches",
+                 "replay_max_bytes", "unit", "overrides_loader", "raw")
 
     def __init__(self, **values) -> None:
         for key in self.__slots__:
@@ -84,14 +84,17 @@ def _override(key: str, value: object) -> object:
     return value
 
 
-def _replay(value: object) -> int | None:
+def _replay(value: object) -> tuple[int | None, int | None]:
+    """(batches, max_bytes) of `replay`: (None, None) for false."""
     where = f"{ENV}.replay"
     if value is False:
-        return None
-    if not isinstance(value, dict) or set(value) != {"batches"}:
-        raise ConfigError(f"{where}: expected false or {{\"batches\": M}}, got "
+        return None, None
+    if not isinstance(value, dict) or "batches" not in value or not set(value) <= {"batches", "max_bytes"}:
+        raise ConfigError(f"{where}: expected false or {{\"batches\": M}} (and optionally \"max_bytes\"), got "
                           f"{_kind(value) if not isinstance(value, dict) else 'keys ' + repr(sorted(value))}")
-    return _int(value["batches"], f"{where}.batches", 1)
+    batches = _int(value["batches"], f"{where}.batches", 1)
+    limit = value.get("max_bytes")
+    return batches, None if limit is None else _int(limit, f"{where}.max_bytes", 1)
 
 
 def _out_dir(value: object) -> str:
@@ -131,6 +134,7 @@ def parse(text: str) -> Config:
     if not isinstance(unit, str):
         raise ConfigError(f"{ENV}.unit: expected a string, got {_kind(unit)}")
     target = obj.get("overrides_loader")
+    replay_batches, replay_max_bytes = _replay(obj["replay"])
     return Config(
         out_dir=_out_dir(obj["out_dir"]),
         mode=mode,
@@ -138,7 +142,8 @@ def parse(text: str) -> Config:
         steps=_int(obj["steps"], f"{ENV}.steps", 1),
         loader=_int(obj["loader"], f"{ENV}.loader", 0),
         overrides={k: _override(k, v) for k, v in overrides.items()},
-        replay_batches=_replay(obj["replay"]),
+        replay_batches=replay_batches,
+        replay_max_bytes=replay_max_bytes,
         unit=unit,
         overrides_loader=None if target is None else _int(target, f"{ENV}.overrides_loader", 0),
         raw=obj,

@@ -14,11 +14,13 @@ BOOT_DIR = PYTHON_DIR / "stallscope_job" / "boot"
 
 def config(out_dir, mode: str = "whole_run", warmup: int = 5, steps: int = 20, loader: int = 0,
            overrides: dict | None = None, replay_batches: int | None = None, unit: str = "",
-           overrides_loader: int | None = None) -> dict:
+           overrides_loader: int | None = None, replay_max_bytes: int | None = None) -> dict:
     """A STALLSCOPE_JOB object (docs/job-protocol.md)."""
     out = {"protocol": PROTOCOL, "out_dir": str(out_dir), "mode": mode, "warmup": warmup,
            "steps": steps, "loader": loader, "overrides": dict(overrides or {}),
            "replay": False if replay_batches is None else {"batches": replay_batches}, "unit": unit}
+    if replay_batches is not None and replay_max_bytes is not None:
+        out["replay"]["max_bytes"] = replay_max_bytes
     if overrides_loader is not None:
         out["overrides_loader"] = overrides_loader
     return out

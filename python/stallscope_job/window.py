@@ -6,7 +6,7 @@ import sys
 import threading
 import time
 
-from . import memory
+from . import cpu, memory
 from .describe import iterator_facts
 from .records import batch_size_and_bytes
 
@@ -121,6 +121,7 @@ class Session:
         self.held = []  # records made inside the window, written with the next chunk
         self.replay = None
         self.replay_i = 0
+        self.cpu_open = None  # the process tree's CPU times when the window opened
         self.consumer = None
         self.copies = None
         self.transfer_acc = self.copies_acc = 0
@@ -237,26 +238,31 @@ class Session:
             self.copies.install()
         self._emit({"type": "window", "epoch": self.epoch, "warmup_taken": self.taken,
                     "replay": self.replay is not None})
+        self.cpu_open = cpu.snapshot(closing=False)
         self.phase = "window"
 
     def _gather(self, it) -> None:
-        """Replay: hold M real batches (after warm-up); the window then cycles through them."""
-        want = self.config.replay_batches
+        """Replay: hold up to M real batches (after warm-up), fewer when one more (as large as the mean
+        so far) would pass `max_bytes`; the window then cycles through them."""
+        want, limit = self.config.replay_batches, self.config.replay_max_bytes
         start = _ns()
-        held = []
+        held, nbytes, short = [], 0, None
         while len(held) < want:
+            if limit is not None and held and nbytes + nbytes / len(held) > limit:
+                short = f"one more batch would pass max_bytes ({nbytes} bytes held, max_bytes {limit})"
+                break
             try:
                 held.append(self._fetch(it))
             except StopIteration:
                 if not held:
                     raise  # the epoch ended right after warm-up: gather from the next one
                 self._loader_raised = False  # handled here: the script never sees it
+                short = "the epoch ended while gathering"
                 break
-        nbytes = sum(batch_size_and_bytes(b, self.tensor)[1] for b in held)
+            nbytes += batch_size_and_bytes(held[-1], self.tensor)[1]
         self.replay = held
-        self._emit({"type": "replay", "batches": len(held), "requested": want, "bytes": nbytes,
-                    "gather_s": (_ns() - start) / 1e9,
-                    "short": None if len(held) == want else "the epoch ended while gathering"})
+        self._emit({"type": "replay", "batches": len(held), "requested": want, "max_bytes": limit,
+                    "bytes": nbytes, "gather_s": (_ns() - start) / 1e9, "short": short})
 
     def _boundary(self) -> int:
         """A next() or iter() call inside the window begins: end the step in progress."""
@@ -312,15 +318,18 @@ class Session:
 
     def _finish(self, t1: int) -> None:
         """The window is complete: chunk, memory, done, then end the process cleanly."""
+        cpu_close = cpu.snapshot(closing=True)
         self.phase = "done"
         self.rt.over = True
         self._flush()
-        self.rt.write(memory.snapshot(self.rt.workers()))
+        workers = self.rt.workers()
+        self.rt.write(memory.snapshot(workers))
+        cost = cpu.window_cost(self.cpu_open, cpu_close, (t1 - self.t0) / 1e9, workers)
         self.rt.write({"type": "done", "steps": self.steps.count, "window_s": (t1 - self.t0) / 1e9,
                        "samples": self.samples, "bytes": self.bytes, "epochs": self.epoch + 1,
                        "replay": self.replay is not None, "accelerator": accelerator(),
                        "transfer": self._transfer_note(),
-                       "copies": None if self.copies is None else self.copies.total})
+                       "copies": None if self.copies is None else self.copies.total, "cpu": cost})
         self.rt.shutdown_and_exit(0)
 
     # ------------------------------------------------------------ the end without completion

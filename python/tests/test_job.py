@@ -265,6 +265,14 @@ def replay(case: Case):
 
 
 @scenario
+def replay_limited(case: Case):
+    """Batches of 8 x (32 float32 + 1 int64) = 1,088 bytes; max_bytes 3,500 holds three of them."""
+    return case.run([str(FIXTURES / "train_slow_dataset.py"), "--samples", "256", "--batch-size", "8",
+                     "--delay-ms", "1"], case.job(warmup=1, steps=10, replay_batches=10,
+                                                   replay_max_bytes=3500))
+
+
+@scenario
 def iterable(case: Case):
     body = """
         import torch
@@ -462,6 +470,15 @@ class Overrides(JobTest):
         self.assertEqual(epoch["worker_pids"], cold["worker_pids"])  # persistent: the same processes
         workers = [p for p in run.one("memory")["processes"] if p["role"] == "worker"]
         self.assertEqual(sorted(p["pid"] for p in workers), sorted(cold["worker_pids"]))
+        cpu = run.one("done")["cpu"]
+        self.assertEqual(cpu["wall_s"], run.one("done")["window_s"])
+        names = [p["name"] for p in cpu["parts"]]
+        self.assertEqual(names[0], "main")
+        self.assertEqual(sorted(names[1:]), ["worker 0 (loader 0)", "worker 1 (loader 0)"])
+        self.assertEqual(sorted(p["pid"] for p in cpu["parts"][1:]), sorted(cold["worker_pids"]))
+        parts = sum(p["user_s"] + p["system_s"] for p in cpu["parts"])
+        self.assertAlmostEqual(parts, cpu["cpu_s"], delta=1e-6)
+        self.assertTrue(all(p["peak_rss_bytes"] > 0 for p in cpu["parts"]))
 
     def test_refused(self):
         """prefetch/persistent without workers are refused; overrides_loader limits them to loader 0."""
@@ -550,6 +567,8 @@ class ScriptUntouched(JobTest):
              "STALLSCOPE_JOB.overrides.multiprocessing_context: expected 'fork', 'spawn', 'forkserver' or null"),
             ({"replay": {"batches": 0}}, "STALLSCOPE_JOB.replay.batches: expected an integer >= 1"),
             ({"replay": True}, "STALLSCOPE_JOB.replay: expected false or"),
+            ({"replay": {"batches": 2, "max_bytes": 0}}, "STALLSCOPE_JOB.replay.max_bytes: expected an integer >= 1"),
+            ({"replay": {"max_bytes": 9}}, "STALLSCOPE_JOB.replay: expected false or"),
             ({"protocol": 2}, "STALLSCOPE_JOB.protocol: expected 1"),
             ({"warmup": 1.5}, "STALLSCOPE_JOB.warmup: expected an integer >= 0, got the number 1.5"),
             ({"out_dir": os.path.join(out, "missing")}, "STALLSCOPE_JOB.out_dir: expected an existing folder"),
@@ -637,6 +656,15 @@ class WhichLoaderAndReplay(JobTest):
         self.assertGreater(held["gather_s"], 3 * 8 * 0.003 * 0.9)
         self.assertLess(max(series["next_ns"]), 2_000_000)  # a real next() sleeps 24 ms
         self.assertTrue(run.one("window")["replay"] and run.one("done")["replay"])
+
+    def test_replay_memory_limit(self):
+        """max_bytes stops the gathering before one more batch would pass it."""
+        run = result("replay_limited")
+        self.check_window(run, 10)
+        held = run.one("replay")
+        self.assertEqual((held["batches"], held["requested"], held["bytes"], held["max_bytes"]),
+                         (3, 10, 3 * 1088, 3500))
+        self.assertTrue(held["short"].startswith("one more batch would pass max_bytes"), held["short"])
 
 
 class Faults(JobTest):
