@@ -2,8 +2,8 @@
 //! extraction keyed by timing mode and phase (so the two modes are never
 //! mixed), comparison tables, sweet spots, stall attribution, verdicts and
 //! the OOM plausibility check, the per-rank analysis of a merged multi-rank
-//! bundle, its job figures and scaling efficiency, and the CPU cost of a
-//! configuration.
+//! bundle, its job figures and scaling efficiency, the CPU cost of a
+//! configuration, and the recommendation of a tuned job.
 
 mod compare;
 mod cost;
@@ -16,6 +16,7 @@ mod scaling;
 mod stages;
 mod summary;
 mod table;
+mod tune;
 mod units;
 mod verdict;
 
@@ -30,5 +31,6 @@ pub use scaling::*;
 pub use stages::*;
 pub use summary::*;
 pub use table::*;
+pub use tune::*;
 pub use units::*;
 pub use verdict::*;
