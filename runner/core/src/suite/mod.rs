@@ -65,6 +65,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         "reproduce-spdl",
         include_str!("../../../../fixtures/suites/reproduce-spdl.toml"),
     ),
+    (
+        "reproduce-nodes",
+        include_str!("../../../../fixtures/suites/reproduce-nodes.toml"),
+    ),
 ];
 
 /// Parse and validate suite text. `file` names it in errors.
