@@ -42,9 +42,11 @@ macro_rules! format_type {
 
 mod cost;
 mod ranks;
+mod tracks;
 
 pub use cost::{CpuCost, CpuPart, CpuPartKind, GpuTimeline, Timeline};
 pub use ranks::{JobOf, RankColumns, RankHost, RankLayout, RankSidecar};
+pub use tracks::{TrackBatches, TrackSamples, TrackStage, TrackSteps, WorkerTracks};
 
 format_type! {
     /// `{major, minor}` of the format a bundle was written in.
@@ -461,6 +463,11 @@ format_type! {
         /// Added in format 1.3.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub job: Option<JobOf>,
+        /// The loader's workers in a diagnostic epoch: each batch and sample
+        /// a worker built, and the batch each step took (`stallscope
+        /// trace`). Added in format 1.4.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub worker_tracks: Option<WorkerTracks>,
     }
 
     /// Whole-run timing: synchronized only before and after.

@@ -6,7 +6,8 @@
 //! only the figures the publication gives, but what they carry must be sane.
 //! The checks of the format 1.2 fields (ranks, comm, CPU cost, timelines)
 //! are in [`format12`], of the 1.3 fields (a merged configuration's rank
-//! columns, sidecars, job runs) in [`format13`].
+//! columns, sidecars, job runs) in [`format13`], of the 1.4 worker tracks in
+//! [`tracks`].
 
 use std::collections::HashSet;
 
@@ -14,6 +15,7 @@ use crate::format::*;
 
 mod format12;
 mod format13;
+mod tracks;
 
 /// One thing wrong with a bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -363,6 +365,9 @@ impl Validator {
         }
         if let Some(t) = &r.timeline {
             self.timeline(t, &format!("{path}.timeline"));
+        }
+        if let Some(t) = &r.worker_tracks {
+            self.worker_tracks(r, t, &format!("{path}.worker_tracks"));
         }
     }
 

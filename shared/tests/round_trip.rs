@@ -131,6 +131,46 @@ fn run(g: &mut Gen, k: usize, open: bool) -> Run {
             ranks: 1 + g.below(1 << 14) as u32,
             slowest_rank: g.below(1 << 14) as u32,
         }),
+        worker_tracks: g.chance(20).then(|| worker_tracks(g)),
+    }
+}
+
+fn worker_tracks(g: &mut Gen) -> WorkerTracks {
+    let n = g.below(6) as usize;
+    let col = |g: &mut Gen| (0..n).map(|_| g.below(1 << 40)).collect::<Vec<_>>();
+    let rows = g.below(9) as usize;
+    WorkerTracks {
+        kind: g.pick(&["threads", "processes"]).to_string(),
+        workers: 1 + g.below(64) as u32,
+        batches_left_out: g.below(3),
+        samples_left_out: g.below(3),
+        batches: TrackBatches {
+            batch: col(g),
+            worker: (0..n).map(|_| g.below(64) as u32).collect(),
+            start_ns: col(g),
+            build_ns: col(g),
+            collate_ns: col(g),
+            handover_start_ns: if g.chance(50) { col(g) } else { vec![] },
+            handover_ns: if g.chance(50) { col(g) } else { vec![] },
+            samples: (0..n).map(|_| g.below(512) as u32).collect(),
+            first_sample: col(g),
+            sample_rows: (0..n).map(|_| g.below(512) as u32).collect(),
+        },
+        samples: TrackSamples {
+            index: (0..rows).map(|_| g.next()).collect(),
+            start_ns: (0..rows).map(|_| g.next()).collect(),
+            stages: (0..g.below(4))
+                .map(|_| TrackStage {
+                    name: g.text(),
+                    ns: (0..rows).map(|_| g.next()).collect(),
+                })
+                .collect(),
+            bad: (0..g.below(3)).map(|_| g.below(9) as u32).collect(),
+        },
+        steps: TrackSteps {
+            batch: col(g),
+            delivered_ns: col(g),
+        },
     }
 }
 

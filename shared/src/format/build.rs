@@ -172,6 +172,7 @@ impl Run {
             cost: None,
             timeline: None,
             job: None,
+            worker_tracks: None,
         }
     }
 }
