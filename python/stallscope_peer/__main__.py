@@ -41,6 +41,26 @@ def _versions(engine_name: str, engine) -> dict:
     return versions
 
 
+def _check_user_model(req, source, batches, device):
+    """The user's model, built once before anything is timed: (parameters, the hello's `model`, the
+    Dataset's first batch), after one forward and loss on that batch checked that the model takes it."""
+    import torch
+
+    from . import models, user_model
+
+    torch.manual_seed(req.weights_seed)
+    user = user_model.build(req.model)
+    where = req.model["factory"]
+    first = next((b for b in batches[0] if b), None) if batches else None
+    if first is None:
+        raise user_model.ModelError(f"model {where}: the Dataset gives no batch in epoch 0 to check "
+                                    "the model on")
+    x, y = user_model.first_batch(source, first)
+    user.module.to(device)
+    user_model.check_takes(user, x.to(device), y.to(device, dtype=torch.int64), where)
+    return (models.parameter_count(user.module), user_model.describe(user, req.optimizer), (x, y))
+
+
 def run(out: Output, state: State) -> None:
     fault = faults.from_env()
     req = parse_request(sys.stdin.read())
@@ -79,8 +99,10 @@ def run(out: Output, state: State) -> None:
 
     engine = Engine(req, source, device)
 
-    parameters = 0
-    if req.model["name"] != "none":
+    parameters, built, warm_batch = 0, None, None
+    if req.model["name"] == "python":
+        parameters, built, warm_batch = _check_user_model(req, source, batches, device)
+    elif req.model["name"] != "none":
         parameters = models.parameter_count(models.build(req.model))
     out.emit({
         "type": "hello",
@@ -91,6 +113,7 @@ def run(out: Output, state: State) -> None:
         "samples": source.samples if source.samples is not None else sum(len(b) for b in batches[0]),
         "sample_shape": list(source.sample_shape),
         "batch_bytes": req.loader.batch_size * (source.sample_bytes + 8),
+        **({"model": built} if built is not None else {}),
     })
     ranks = None
     if req.dist is not None:
@@ -99,7 +122,7 @@ def run(out: Output, state: State) -> None:
         state.stage = "setup"
         ranks = Ranks(DistSpec(**req.dist), device)
     trainers = run_modes(req, engine, batches, DeviceCtx(device, req.non_blocking), out, fault,
-                         state, ranks)
+                         state, ranks, warm_batch)
     done = {"type": "done"}
     if ranks is not None:
         from .dist import weights_digest

@@ -187,10 +187,12 @@ def epoch_line(mode: str, epoch: int, r: EpochResult, stats: dict) -> dict:
 
 
 def run_modes(req, engine, batches: list[list[list[int]]], ctx: DeviceCtx, out, fault, state,
-              ranks=None) -> list[Trainer]:
+              ranks=None, warm_batch=None) -> list[Trainer]:
     """Each mode: fresh model and loader, an untimed warm-up step, then the timed epochs.
 
-    Returns each mode's trainer (their weights are compared across ranks)."""
+    The warm-up step is on `warm_batch` when given (a user's model: the Dataset's first batch), else
+    on a synthetic batch of the model's shape. Returns each mode's trainer (their weights are
+    compared across ranks)."""
     trainers = []
     for mode_index, mode in enumerate(req.modes):
         state.stage = "setup"
@@ -198,7 +200,11 @@ def run_modes(req, engine, batches: list[list[list[int]]], ctx: DeviceCtx, out, 
         if req.model["name"] != "none":
             trainer = Trainer(req.model, req.optimizer, ctx.device, req.weights_seed, ranks)
             trainers.append(trainer)
-            x, y = trainer.synthetic_batch(req.loader.batch_size)
+            if warm_batch is not None:
+                x = warm_batch[0].to(ctx.device)
+                y = warm_batch[1].to(ctx.device, dtype=torch.int64)
+            else:
+                x, y = trainer.synthetic_batch(req.loader.batch_size)
             trainer.step(x, y)
             ctx.sync()
             del x, y

@@ -1,4 +1,4 @@
-"""The models, optimizers and the one training step, matching runner/src/models.rs."""
+"""The models, optimizers and the one training step, matching runner/src/models.rs (and the user's own, user_model.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import time
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from . import user_model
 
 _ns = time.perf_counter_ns
 
@@ -62,22 +64,27 @@ class Trainer:
                  ranks=None) -> None:
         torch.manual_seed(weights_seed)
         # Weights are drawn on the CPU (independent of the device's generator), then moved.
-        self.module = build(model).to(device)
+        # A user's model (`python`) comes with its own loss and optimizer when its factory gives them.
+        user = user_model.build(model) if model["name"] == "python" else None
+        self.module = (user.module if user is not None else build(model)).to(device)
+        self.loss_fn = (user.loss_fn if user is not None else None) or F.cross_entropy
         self.spec = model
         self.device = device
         # With ranks, the step runs through DistributedDataParallel (dist.Ranks).
         self.ranks = ranks
         self.net = ranks.wrap(self.module) if ranks is not None else self.module
         params = self.module.parameters()
-        if optimizer["name"] == "sgd":
+        if user is not None and user.optimizer is not None:
+            self.opt = user.optimizer
+        elif optimizer["name"] == "sgd":
             self.opt = torch.optim.SGD(params, lr=optimizer["lr"])
         else:
             self.opt = torch.optim.Adam(params, lr=optimizer["lr"])
 
     def step(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        """zero_grad (to None), forward, mean cross-entropy, backward, step; reads nothing back."""
+        """zero_grad (to None), forward, the loss (mean cross-entropy by default), backward, step; reads nothing back."""
         self.opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(self.net(x), y)
+        loss = self.loss_fn(self.net(x), y)
         loss.backward()
         self.opt.step()
 
@@ -91,7 +98,7 @@ class Trainer:
         t0 = _ns()
         self.opt.zero_grad(set_to_none=True)
         with self.net.no_sync():
-            loss = F.cross_entropy(self.net(x), y)
+            loss = self.loss_fn(self.net(x), y)
             loss.backward()
         sync()
         ta = _ns()

@@ -218,7 +218,17 @@ def _model(obj: Any) -> dict:
         raise RequestError(f"{where}: expected an object, got {_kind(obj)}")
     if "name" not in obj:
         raise RequestError(f"{where}: missing key 'name'")
-    name = _str(obj, "name", where, ("linear", "fashion_cnn", "image_cnn", "none"))
+    name = _str(obj, "name", where, ("linear", "fashion_cnn", "image_cnn", "none", "python"))
+    if name == "python":
+        _keys(obj, where, ("name", "factory", "path", "args"))
+        factory = _str(obj, "factory", where)
+        module, sep, function = factory.partition(":")
+        if not sep or not module or not function:
+            raise RequestError(f"{where}.factory: expected 'module:function', got {factory!r}")
+        if not isinstance(obj["args"], dict):
+            raise RequestError(f"{where}.args: expected an object, got {_kind(obj['args'])}")
+        return {"name": name, "factory": factory, "path": _str_list(obj, "path", where),
+                "args": obj["args"]}
     if name == "linear":
         _keys(obj, where, ("name", "features", "classes"))
         return {"name": name, "features": _int(obj, "features", where, 1),

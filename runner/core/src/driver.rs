@@ -83,8 +83,9 @@ pub trait Driven {
     fn next_configuration(&mut self, _measured: &Experiment) -> Option<Configuration> {
         None
     }
-    /// After a unit of an adaptive experiment: put the configurations in
-    /// their reading order (the OOM probe sorts by batch size).
+    /// After every unit: put into the experiment what the units taught
+    /// (the OOM probe sorts its configurations by batch size; a loader
+    /// sweep on the user's own model records the model the harness built).
     fn arrange(&self, _experiment: &mut Experiment) {}
     /// After a panic: release what the engine holds (the CUDA cache).
     fn recover(&self) {}
@@ -164,7 +165,9 @@ pub fn drive(
             if config.failure.is_some() || crate::grid::runs_nowhere(config).is_some() {
                 continue;
             }
-            match run_one(bundle, exp_index, ci, repeat, driven, cx) {
+            let step = run_one(bundle, exp_index, ci, repeat, driven, cx);
+            driven.arrange(&mut bundle.experiments[exp_index]);
+            match step {
                 Step::Interrupted => {
                     save(bundle);
                     return Outcome::Interrupted;

@@ -9,6 +9,8 @@ pub mod protocol;
 pub mod python;
 pub mod timeline;
 
+use std::path::Path;
+use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
 
 use serde_json::json;
@@ -16,9 +18,9 @@ use serde_json::json;
 use stallscope_bundle::Run;
 use stallscope_core::driver::{Progress, UnitError};
 use stallscope_core::model_spec::ModelSpec;
-use stallscope_core::suite::EngineName;
+use stallscope_core::suite::{EngineName, PythonModel};
 
-pub use protocol::{LoaderRequest, Request};
+pub use protocol::{Hello, LoaderRequest, Request};
 
 /// One unit of a peer configuration.
 pub struct PeerUnit<'a> {
@@ -27,8 +29,12 @@ pub struct PeerUnit<'a> {
     pub config_id: &'a str,
     pub repeat: u32,
     pub request: Request,
-    /// The native model's parameter count; the harness must build the same.
+    /// The native model's parameter count; the harness must build the same
+    /// (for a user's model: what the experiment's first hello reported).
     pub expected_parameters: Option<u64>,
+    /// Where the first hello of the experiment is kept, when the runner
+    /// learns the model from the harness (a user's own model).
+    pub first_hello: Option<&'a OnceLock<Hello>>,
     pub stop: &'a AtomicBool,
     pub progress: &'a dyn Progress,
 }
@@ -52,6 +58,16 @@ pub fn model_json(model: ModelSpec, loader_only: bool) -> serde_json::Value {
             json!({"name": "image_cnn", "size": size, "classes": classes})
         }
     }
+}
+
+/// The user's own model (`model = "python"`) as the request names it:
+/// its factory, imported with `path` first on `sys.path`, called with its
+/// arguments.
+pub fn python_model_json(m: &PythonModel, path: &Path) -> serde_json::Value {
+    json!({
+        "name": "python", "factory": m.factory,
+        "path": [path.display().to_string()], "args": m.args,
+    })
 }
 
 /// The optimizer the native loop uses with `model`.

@@ -92,6 +92,24 @@ pub struct Hello {
     pub samples: u64,
     pub sample_shape: Vec<u64>,
     pub batch_bytes: u64,
+    /// What the harness built of a user's own model (`model.name =
+    /// "python"` only).
+    #[serde(default)]
+    pub model: Option<HelloModel>,
+}
+
+/// The user's model as the harness built it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HelloModel {
+    /// The module's class, `MyNet`.
+    pub class: String,
+    /// The loss: `cross_entropy` (the default) or the factory's function.
+    pub loss: String,
+    /// The optimizer's class (`SGD` by default, else the factory's).
+    pub optimizer: String,
+    /// The learning rate of its first parameter group.
+    pub lr: Option<f64>,
 }
 
 /// One timed epoch.
@@ -323,6 +341,13 @@ mod tests {
     fn every_kind_of_line_decodes_and_drift_is_refused() {
         let hello = r#"{"type":"hello","protocol":1,"engine":"pytorch","python":"3.11","torch":"2.11.0","torchvision":null,"spdl":null,"parameters":260,"samples":8,"sample_shape":[64],"batch_bytes":1056}"#;
         assert!(matches!(decode(1, hello), Ok(Line::Hello(h)) if h.parameters == 260));
+        let user = hello.replace(
+            "\"batch_bytes\":1056",
+            r#""batch_bytes":1056,"model":{"class":"MyNet","loss":"cross_entropy","optimizer":"SGD","lr":0.01}"#,
+        );
+        assert!(
+            matches!(decode(1, &user), Ok(Line::Hello(h)) if h.model.as_ref().is_some_and(|m| m.class == "MyNet"))
+        );
         let wr = r#"{"type":"epoch","mode":"whole_run","epoch":0,"seconds":0.5,"samples":8,"steps":2,"bytes":100,"host_peak_rss_bytes":1,"children_peak_rss_bytes":null}"#;
         assert!(matches!(decode(2, wr), Ok(Line::Epoch(_))));
         let diag = r#"{"type":"epoch","mode":"diagnostic","epoch":0,"seconds":0.5,"samples":8,"steps":2,"bytes":100,"host_peak_rss_bytes":1,"children_peak_rss_bytes":null,"iterator_creation_s":0.01,"next_wait_ns":[1,2],"transfer_ns":[0,0],"compute_ns":[3,4]}"#;

@@ -63,7 +63,7 @@ impl ExperimentCx<'_> {
             other => Err(self.cx.err(
                 span,
                 &self.at("model"),
-                format!("{other:?}; expected fashion_cnn, linear or image_cnn (or none, for kind = \"loader\")"),
+                format!("{other:?}; expected fashion_cnn, linear or image_cnn (or none or python, for kind = \"loader\")"),
             )),
         }
     }

@@ -5,7 +5,9 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::located::{Located, SuiteError};
-use super::plan::{DaliDevice, DataPlan, EngineName, ExperimentSpec, LoaderPlan, MpContext};
+use super::plan::{
+    DaliDevice, DataPlan, EngineName, ExperimentSpec, LoaderPlan, MpContext, PythonModel,
+};
 use super::raw::{RawCount, RawLoader};
 use super::source::{data_plan, source_name};
 use crate::model_spec::ModelSpec;
@@ -75,16 +77,17 @@ fn with_quick(raw: Option<&RawLoader>, quick: bool) -> RawLoader {
 
 /// Parse `[experiment.loader]` for a `loader` or `stall` experiment.
 /// `loader_only` is `model = "none"`; `model` then only carries the shape
-/// of the data.
+/// of the data. `python_model` is `model = "python"` (checked already).
 pub(super) fn parse(
     x: &LoaderCx,
     raw: Option<&RawLoader>,
     model: ModelSpec,
     loader_only: bool,
+    python_model: Option<PythonModel>,
 ) -> Result<ExperimentSpec, SuiteError> {
     let raw = with_quick(raw, x.quick);
     let data = data_plan(x, &raw, model)?;
-    let engines = engines(x, &raw)?;
+    let engines = engines(x, &raw, python_model.is_some())?;
     let (workers, workers_auto) = workers_knob(
         x.cx,
         &raw.workers,
@@ -95,6 +98,7 @@ pub(super) fn parse(
     let cx = x.cx;
     let plan = LoaderPlan {
         model,
+        python_model,
         loader_only,
         contexts: contexts(x, &raw, &engines)?,
         batched_fetch: batched_fetch(x, &raw, &engines)?,
@@ -126,8 +130,13 @@ pub(super) fn parse(
     Ok(ExperimentSpec::Loader(plan))
 }
 
-/// `engines`: native by default; a python source runs on pytorch only.
-fn engines(x: &LoaderCx, raw: &RawLoader) -> Result<Vec<EngineName>, SuiteError> {
+/// `engines`: native by default; a python source (and a python model,
+/// which needs one) runs on pytorch only.
+fn engines(
+    x: &LoaderCx,
+    raw: &RawLoader,
+    python_model: bool,
+) -> Result<Vec<EngineName>, SuiteError> {
     let python = source_name(Some(raw)) == "python";
     let default: &[EngineName] = if python {
         &[EngineName::Pytorch]
@@ -137,10 +146,15 @@ fn engines(x: &LoaderCx, raw: &RawLoader) -> Result<Vec<EngineName>, SuiteError>
     let engines =
         x.cx.choices(&raw.engines, &x.at("engines"), default, &ENGINES)?;
     if python && engines != [EngineName::Pytorch] {
+        let why = if python_model {
+            "model = \"python\" trains your own model on your own Dataset in the Python harness (the native engine cannot run a Python model)"
+        } else {
+            "source = \"python\" runs your own Dataset through the PyTorch DataLoader"
+        };
         return Err(x.cx.err(
             LoaderCx::span_or(&raw.engines, x.source_span(raw)),
             &x.at("engines"),
-            "source = \"python\" runs your own Dataset through the PyTorch DataLoader; expected engines = [\"pytorch\"]",
+            format!("{why}; expected engines = [\"pytorch\"]"),
         ));
     }
     Ok(engines)

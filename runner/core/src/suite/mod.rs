@@ -12,6 +12,7 @@ mod plan;
 mod ranks;
 mod raw;
 mod source;
+mod user_model;
 
 use std::path::{Path, PathBuf};
 
@@ -234,6 +235,7 @@ impl SuiteAt<'_> {
     /// The spec of the experiment's kind.
     fn spec(&self, x: &ExperimentCx) -> Result<ExperimentSpec, SuiteError> {
         let e = x.e;
+        x.check_model_keys()?;
         match e.kind.get_ref().as_str() {
             "compute" => x.compute(),
             "transfer" => x.transfer(),
@@ -262,14 +264,17 @@ impl SuiteAt<'_> {
                 "\"none\" in a stall experiment; the differential method needs a model to compute with (model = \"none\" belongs to kind = \"loader\")",
             ));
         }
-        let (model, loader_only) = match none {
+        let python_model = x.python_model(kind)?;
+        let (model, loader_only) = match (none, &python_model) {
             // The model's name only carries the data's shape.
-            Some(_) => match source::source_name(e.loader.as_ref()) {
+            (Some(_), _) => match source::source_name(e.loader.as_ref()) {
                 "images" => (x.model_named("image_cnn")?, true),
                 "fashionmnist" => (x.model_named("fashion_cnn")?, true),
                 _ => (x.model_named("linear")?, true),
             },
-            None => (x.model("linear")?, false),
+            // The harness builds the user's model; this one is unused.
+            (None, Some(_)) => (x.model_named("linear")?, false),
+            (None, None) => (x.model("linear")?, false),
         };
         let lx = loader::LoaderCx {
             cx: self.cx,
@@ -279,7 +284,7 @@ impl SuiteAt<'_> {
             suite_dir: self.suite_dir,
             quick: self.quick,
         };
-        loader::parse(&lx, e.loader.as_ref(), model, loader_only)
+        loader::parse(&lx, e.loader.as_ref(), model, loader_only, python_model)
     }
 }
 

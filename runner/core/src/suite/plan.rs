@@ -216,12 +216,24 @@ impl MpContext {
     }
 }
 
+/// `model = "python"`: the user's own model, built in the harness by
+/// `factory` (`module:function`, imported from the python source's
+/// folder, called with `args`), trained on the user's Dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PythonModel {
+    pub factory: String,
+    pub args: serde_json::Map<String, serde_json::Value>,
+}
+
 /// A validated loader experiment (or, for `stall`, one loader configuration).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoaderPlan {
     /// The model trained; with `loader_only`, only the shape of the data
-    /// it would take (features and classes, or the crop).
+    /// it would take (features and classes, or the crop); with
+    /// `python_model`, unused (the harness builds the user's model).
     pub model: ModelSpec,
+    /// `model = "python"`: the user's model (pytorch engine, python source).
+    pub python_model: Option<PythonModel>,
     /// `model = "none"`: a loop over the loader alone, no copy, no step.
     pub loader_only: bool,
     /// `engines`: native, pytorch, spdl, dali, nodes (a swept dimension).

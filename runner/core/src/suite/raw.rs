@@ -41,6 +41,10 @@ pub(crate) struct RawExperiment {
     pub(crate) kind: Spanned<String>,
     pub(crate) title: Option<String>,
     pub(crate) model: Option<Spanned<String>>,
+    /// `model = "python"`: `module:function` returning the user's model.
+    pub(crate) model_factory: Option<Spanned<String>>,
+    /// Keyword arguments of the model factory.
+    pub(crate) model_args: Option<Spanned<toml::Table>>,
     pub(crate) data: Option<Spanned<String>>,
     pub(crate) features: Option<Spanned<i64>>,
     pub(crate) classes: Option<Spanned<i64>>,

@@ -113,10 +113,7 @@ fn python(x: &LoaderCx, raw: &RawLoader) -> Result<DataPlan, SuiteError> {
         ));
     };
     let f = factory.get_ref();
-    let ok = f.split_once(':').is_some_and(|(m, func)| {
-        !m.is_empty() && !func.is_empty() && m.split('.').all(is_identifier) && is_identifier(func)
-    });
-    if !ok {
+    if !is_factory(f) {
         return Err(x.cx.err(
             factory.span(),
             &x.at("factory"),
@@ -213,6 +210,13 @@ fn images(
         random_crop: raw.random_crop.unwrap_or(true),
         decoder,
         scaled_decode: raw.scaled_decode.unwrap_or(true),
+    })
+}
+
+/// `module:function`, with a dotted module path.
+pub(super) fn is_factory(f: &str) -> bool {
+    f.split_once(':').is_some_and(|(m, func)| {
+        !m.is_empty() && !func.is_empty() && m.split('.').all(is_identifier) && is_identifier(func)
     })
 }
 

@@ -348,3 +348,102 @@ fn quick_overrides_apply_only_with_quick() {
         _ => panic!(),
     }
 }
+
+/// A loader experiment on the user's own model (`model = "python"`).
+fn user_model_suite(experiment: &str, loader: &str) -> String {
+    format!(
+        "[[experiment]]\nid = \"a\"\nkind = \"loader\"\n{experiment}\n[experiment.loader]\n{loader}\n"
+    )
+}
+
+#[test]
+fn a_python_model_is_read_with_its_factory_and_arguments() {
+    let text = user_model_suite(
+        "model = \"python\"\nmodel_factory = \"pkg.my_model:make\"\nmodel_args = { features = 64, hidden = [32, 16] }",
+        "source = \"python\"\nfactory = \"my_dataset:make_dataset\"\nworkers = [0, 2]",
+    );
+    let plan = parse_suite(&text, "s.toml", "s", Some(Path::new("/x/s.toml")), false).unwrap();
+    let ExperimentSpec::Loader(lp) = &plan.experiments[0].spec else {
+        panic!("a loader plan")
+    };
+    let m = lp.python_model.as_ref().expect("the user's model");
+    assert_eq!(m.factory, "pkg.my_model:make");
+    assert_eq!(m.args["features"], serde_json::json!(64));
+    assert_eq!(m.args["hidden"], serde_json::json!([32, 16]));
+    assert!(!lp.loader_only);
+    assert_eq!(lp.engines, [EngineName::Pytorch]);
+    assert!(matches!(lp.data, DataPlan::Python { .. }));
+    // Without model_args the factory is called with none.
+    let text = user_model_suite(
+        "model = \"python\"\nmodel_factory = \"m:f\"",
+        "source = \"python\"\nfactory = \"d:f\"\nengines = [\"pytorch\"]",
+    );
+    let plan = parse_suite(&text, "s.toml", "s", None, false).unwrap();
+    let ExperimentSpec::Loader(lp) = &plan.experiments[0].spec else {
+        panic!("a loader plan")
+    };
+    assert!(lp.python_model.as_ref().unwrap().args.is_empty());
+    // Every other model has none.
+    let text = user_model_suite("model = \"linear\"", "source = \"tensor\"");
+    let plan = parse_suite(&text, "s.toml", "s", None, false).unwrap();
+    let ExperimentSpec::Loader(lp) = &plan.experiments[0].spec else {
+        panic!("a loader plan")
+    };
+    assert!(lp.python_model.is_none());
+}
+
+#[test]
+fn a_python_model_is_refused_where_it_cannot_run_with_the_key_at_fault() {
+    let py = "source = \"python\"\nfactory = \"d:f\"";
+    for (text, want) in [
+        (
+            user_model_suite("model = \"python\"", py),
+            "s.toml:4:9: experiment[0].model_factory: missing; model = \"python\" needs model_factory = \"module:function\"",
+        ),
+        (
+            user_model_suite("model = \"python\"\nmodel_factory = \"nocolon\"", py),
+            "s.toml:5:17: experiment[0].model_factory: \"nocolon\"; expected \"module:function\"",
+        ),
+        (
+            user_model_suite(
+                "model = \"python\"\nmodel_factory = \"m:f\"",
+                "source = \"tensor\"",
+            ),
+            "s.toml:4:9: experiment[0].model: \"python\" with source = \"tensor\"; your own model runs in the Python harness on your own Dataset: expected source = \"python\"",
+        ),
+        (
+            user_model_suite(
+                "model = \"python\"\nmodel_factory = \"m:f\"",
+                "source = \"python\"\nfactory = \"d:f\"\nengines = [\"native\", \"pytorch\"]",
+            ),
+            "s.toml:9:11: experiment[0].loader.engines: model = \"python\" trains your own model on your own Dataset in the Python harness (the native engine cannot run a Python model); expected engines = [\"pytorch\"]",
+        ),
+        (
+            user_model_suite(
+                "model = \"python\"\nmodel_factory = \"m:f\"\nfeatures = 64",
+                py,
+            ),
+            "s.toml:6:12: experiment[0].features: given with model = \"python\"; your factory builds the model",
+        ),
+        (
+            user_model_suite("model = \"linear\"\nmodel_factory = \"m:f\"", py),
+            "s.toml:5:17: experiment[0].model_factory: given with model = \"linear\"; it belongs to model = \"python\"",
+        ),
+        (
+            user_model_suite("model_args = { a = 1 }", py),
+            "s.toml:4:14: experiment[0].model_args: given with no model; it belongs to model = \"python\"",
+        ),
+        (
+            user_model_suite("model = \"python\"\nmodel_factory = \"m:f\"", py)
+                .replace("kind = \"loader\"", "kind = \"stall\""),
+            "s.toml:4:9: experiment[0].model: \"python\" in a stall experiment; the differential method runs on the native engine",
+        ),
+        (
+            "[[experiment]]\nid = \"a\"\nkind = \"compute\"\nmodel = \"python\"\n".to_string(),
+            "s.toml:4:9: experiment[0].model: \"python\"; expected fashion_cnn, linear or image_cnn (or none or python, for kind = \"loader\")",
+        ),
+    ] {
+        let e = err(&text);
+        assert!(e.starts_with(want), "{e}\n  expected: {want}");
+    }
+}

@@ -128,6 +128,9 @@ impl<'a> Reading<'a> {
                 self.name, self.n
             )));
         }
+        if let Some(first) = self.u.first_hello {
+            let _ = first.set(h.clone());
+        }
         self.hello = Some(h);
         self.tree_mark = Some(TreeSnapshot::take(self.pid));
         self.timeline = self.next_timeline(0);
@@ -217,14 +220,17 @@ fn check_hello(h: &Hello, u: &PeerUnit, again: bool) -> Result<(), String> {
     if let Some(want) = u.expected_parameters
         && h.parameters != want
     {
+        let name = u.request.model.get("name").and_then(|n| n.as_str());
+        if name == Some("python") {
+            return Err(format!(
+                "a model with {} parameters; the experiment's first configuration built one with {want}: the model factory must build the same model every time",
+                h.parameters
+            ));
+        }
         return Err(format!(
             "a model with {} parameters; the native {} has {want}: not the same model",
             h.parameters,
-            u.request
-                .model
-                .get("name")
-                .and_then(|n| n.as_str())
-                .unwrap_or("model")
+            name.unwrap_or("model")
         ));
     }
     Ok(())

@@ -57,6 +57,9 @@ pub(super) struct Common {
     /// The peers' view of the source, built once (tensor files written,
     /// image folder listed).
     pub(super) peer_source: std::sync::OnceLock<Result<super::peer::PeerSource, String>>,
+    /// The first hello of a peer unit on the user's own model: the model
+    /// the harness built (its parameter count, class, loss, optimizer).
+    pub(super) first_hello: std::sync::OnceLock<stallscope_peers::Hello>,
     pub(super) samples: usize,
     pub(super) sample_dims: Vec<usize>,
     pub(super) shuffle_seed: u64,
@@ -109,6 +112,7 @@ impl Common {
             data_source,
             parameters,
             peer_source: std::sync::OnceLock::new(),
+            first_hello: std::sync::OnceLock::new(),
             weights_seed: rc.seeds.weights,
             shuffle_seed: rc.seeds.shuffle,
             cuda,
@@ -145,20 +149,46 @@ impl Common {
         })
     }
 
+    /// The model's name in the bundle: `none`, `python` (the user's) or
+    /// the native model's.
+    fn model_name(&self) -> &'static str {
+        match (self.plan.loader_only, &self.plan.python_model) {
+            (true, _) => "none",
+            (false, Some(_)) => "python",
+            (false, None) => self.plan.model.name(),
+        }
+    }
+
+    /// The user's model as the harness built it, once a unit has said:
+    /// its parameter count, class, loss and optimizer.
+    fn built_model_settings(&self, settings: &mut BTreeMap<String, ParamValue>) {
+        let Some(h) = self.first_hello.get() else {
+            return;
+        };
+        settings.insert("parameters".into(), (h.parameters as i64).into());
+        if let Some(m) = &h.model {
+            settings.insert("model_class".into(), m.class.clone().into());
+            settings.insert("loss".into(), m.loss.clone().into());
+            settings.insert("optimizer".into(), m.optimizer.clone().into());
+            if let Some(lr) = m.lr {
+                settings.insert("lr".into(), lr.into());
+            }
+        }
+    }
+
     pub(super) fn settings(&self) -> BTreeMap<String, ParamValue> {
         let mut s = BTreeMap::new();
         let mut put = |k: &str, v: ParamValue| {
             s.insert(k.to_string(), v);
         };
-        put(
-            "model",
-            if self.plan.loader_only {
-                "none"
-            } else {
-                self.plan.model.name()
-            }
-            .into(),
-        );
+        put("model", self.model_name().into());
+        if let Some(m) = &self.plan.python_model {
+            put("model_factory", m.factory.clone().into());
+            put(
+                "model_args",
+                serde_json::Value::Object(m.args.clone()).to_string().into(),
+            );
+        }
         if let Some(n) = self.parameters {
             put("parameters", (n as i64).into());
         }
@@ -193,12 +223,15 @@ impl Common {
             }
             .into(),
         );
-        if !self.plan.loader_only {
+        // A user's model's optimizer is known once the harness built it.
+        if !self.plan.loader_only && self.plan.python_model.is_none() {
             put(
                 "optimizer",
                 self.plan.model.default_optimizer().name().into(),
             );
             put("lr", self.plan.model.default_optimizer().lr().into());
+        }
+        if !self.plan.loader_only {
             put("weights_seed", (self.weights_seed as i64).into());
         }
         put("prefetch_estimate", "batch_bytes × workers × prefetch: an estimate of batch contents only (not the dataset, work in flight, shared memory or pinned staging); compare with the measured host peak RSS".into());
@@ -219,7 +252,12 @@ impl Common {
         }
         put(
             "warm_up",
-            "1 synthetic step of the same batch shape, untimed".into(),
+            if self.plan.python_model.is_some() {
+                "1 step on the Dataset's first batch, untimed (a forward and loss on it first check that the model takes it)"
+            } else {
+                "1 synthetic step of the same batch shape, untimed"
+            }
+            .into(),
         );
         if let Some(note) = &self.pin_note {
             put("pinning_skipped", note.clone().into());
@@ -365,10 +403,10 @@ impl GridExperiment for LoaderExperiment {
         Experiment {
             description: Some(format!(
                 "Each configuration {} for whole epochs over {} ({}) in both timing modes; epoch 0 of each repeat is cold (worker start-up included), later epochs steady. Engines: {engines}. Every engine takes the same batches of the same samples in the same order; delivery is {}.",
-                if lp.loader_only {
-                    "only reads the loader (model = none)".to_string()
-                } else {
-                    format!("trains the {}", lp.model.name())
+                match &lp.python_model {
+                    _ if lp.loader_only => "only reads the loader (model = none)".to_string(),
+                    Some(m) => format!("trains your own model ({})", m.factory),
+                    None => format!("trains the {}", lp.model.name()),
                 },
                 if self.common.spec.is_some() {
                     format!("{} samples", self.common.samples)
@@ -399,6 +437,13 @@ impl GridExperiment for LoaderExperiment {
 
     fn epochs_per_unit(&self) -> u64 {
         2 * u64::from(self.common.epochs)
+    }
+
+    /// The user's model, once the harness has built it.
+    fn arrange(&self, experiment: &mut Experiment) {
+        if self.common.plan.python_model.is_some() {
+            self.common.built_model_settings(&mut experiment.settings);
+        }
     }
 
     fn run_unit(&mut self, index: usize, repeat: u32, rc: &RunCtx) -> Result<Vec<Run>, UnitError> {

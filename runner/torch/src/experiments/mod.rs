@@ -53,6 +53,8 @@ pub trait GridExperiment {
     fn epochs_per_unit(&self) -> u64;
     /// Run configuration `index` once (repeat `repeat`), returning its runs.
     fn run_unit(&mut self, index: usize, repeat: u32, rc: &RunCtx) -> Result<Vec<Run>, UnitError>;
+    /// After every unit: what the units taught (`Driven::arrange`).
+    fn arrange(&self, _experiment: &mut Experiment) {}
 }
 
 /// The libtorch engine: CUDA or the CPU through the linked libtorch.
@@ -94,6 +96,9 @@ impl Driven for TorchGrid<'_> {
     fn run_unit(&mut self, index: usize, repeat: u32, cx: &UnitCtx) -> Result<Vec<Run>, UnitError> {
         let rc = self.engine.unit_ctx(cx);
         self.grid.run_unit(index, repeat, &rc)
+    }
+    fn arrange(&self, experiment: &mut Experiment) {
+        self.grid.arrange(experiment);
     }
     fn recover(&self) {
         self.engine.device.empty_cache();

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::loader::Common;
 use crate::experiments::{RunCtx, UnitError};
 use stallscope_core::grid::{Point, loader_config};
-use stallscope_core::suite::DataPlan;
+use stallscope_core::suite::{DataPlan, LoaderPlan};
 use stallscope_loader::{SourceSpec, epoch_batches};
 use stallscope_peers::{LoaderRequest, PeerUnit, Request, protocol::PROTOCOL};
 
@@ -170,8 +170,13 @@ pub(super) fn run_unit(
         },
         torch_threads: Some(tch::get_num_threads()),
         weights_seed: common.weights_seed,
-        model: stallscope_peers::model_json(lp.model, lp.loader_only),
-        optimizer: stallscope_peers::optimizer_json(lp.model),
+        model: model_json(lp),
+        optimizer: match lp.python_model {
+            // Unless the factory returns its own: SGD 0.01, as the linear
+            // classifier of seeds/000.
+            Some(_) => json!({"name": "sgd", "lr": 0.01}),
+            None => stallscope_peers::optimizer_json(lp.model),
+        },
         source: common
             .peer_source
             .get_or_init(|| peer_source(common))
@@ -209,10 +214,23 @@ pub(super) fn run_unit(
         config_id,
         repeat,
         request,
-        expected_parameters: common.parameters,
+        // A user's model: every configuration must build what the first did.
+        expected_parameters: common
+            .parameters
+            .or_else(|| common.first_hello.get().map(|h| h.parameters)),
+        first_hello: lp.python_model.as_ref().map(|_| &common.first_hello),
         stop: rc.stop,
         progress: rc.progress,
     })
+}
+
+/// The request's model: the user's (`model = "python"`, imported from the
+/// python source's folder) or one of the native models.
+fn model_json(lp: &LoaderPlan) -> serde_json::Value {
+    match (&lp.python_model, &lp.data) {
+        (Some(m), DataPlan::Python { path, .. }) => stallscope_peers::python_model_json(m, path),
+        _ => stallscope_peers::model_json(lp.model, lp.loader_only),
+    }
 }
 
 /// With several ranks, the harness trains with DDP on a process group built
