@@ -447,3 +447,24 @@ fn a_python_model_is_refused_where_it_cannot_run_with_the_key_at_fault() {
         assert!(e.starts_with(want), "{e}\n  expected: {want}");
     }
 }
+
+#[test]
+fn the_user_model_example_parses() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/user_dataset/my_model.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let plan = parse_suite(&text, "my_model.toml", "my_model", Some(&path), false).unwrap();
+    let ExperimentSpec::Loader(lp) = &plan.experiments[0].spec else {
+        panic!("a loader plan")
+    };
+    assert_eq!(
+        lp.python_model.as_ref().map(|m| m.factory.as_str()),
+        Some("my_model:make_model")
+    );
+    assert_eq!(lp.workers, [0, 2]);
+    // The model factory is imported from the Dataset's folder.
+    let DataPlan::Python { path: folder, .. } = &lp.data else {
+        panic!("a python source")
+    };
+    assert!(folder.join("my_model.py").exists(), "{}", folder.display());
+}
