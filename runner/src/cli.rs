@@ -149,6 +149,21 @@ pub struct JobArgs {
     /// (KEY=V1,V2,...; repeatable: every combination runs).
     #[arg(long)]
     pub sweep: Vec<String>,
+    /// Choose a grid from the script's own DataLoader settings and this machine's cores, run
+    /// it, recommend the fastest whole-run setting (the cheapest within the noise) and verify it
+    /// by interleaved whole-run A/B pairs (docs/your-job.md). Implies --replay.
+    #[arg(long, conflicts_with = "sweep")]
+    pub tune: bool,
+    /// Also run the script's own settings with the window fed from batches cached in memory
+    /// (the loader free): the ceiling step and the stall by difference.
+    #[arg(long)]
+    pub replay: bool,
+    /// Memory the replay's cached batches may take (it caches up to --steps batches), MiB.
+    #[arg(long, default_value_t = 512)]
+    pub replay_mib: u64,
+    /// Whole-run A/B pairs that verify --tune's recommendation (in the order AB, BA, AB, ...).
+    #[arg(long, default_value_t = 3)]
+    pub verify_pairs: u32,
     /// Seconds one process may run before it is stopped (a hang, or no DataLoader).
     #[arg(long, default_value_t = 600.0)]
     pub timeout: f64,

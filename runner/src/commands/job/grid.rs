@@ -133,22 +133,30 @@ pub fn points(sweeps: &[String]) -> anyhow::Result<Vec<Point>> {
             })
             .collect();
     }
-    let mut out = vec![Point {
+    let mut out = vec![script()];
+    if !parsed.is_empty() {
+        out.extend(combos.into_iter().map(point));
+    }
+    Ok(out)
+}
+
+/// The script's own settings: nothing overridden.
+pub fn script() -> Point {
+    Point {
         id: "script".into(),
         label: "the script's own settings".into(),
         overrides: json!({}),
-    }];
-    if !parsed.is_empty() {
-        out.extend(combos.into_iter().map(|c| {
-            let parts: Vec<String> = c.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            Point {
-                id: parts.join("-").replace('"', ""),
-                label: parts.join(", ").replace('"', ""),
-                overrides: Value::Object(c),
-            }
-        }));
     }
-    Ok(out)
+}
+
+/// A configuration overriding `overrides`, named after them.
+pub fn point(overrides: Map<String, Value>) -> Point {
+    let parts: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    Point {
+        id: parts.join("-").replace('"', ""),
+        label: parts.join(", ").replace('"', ""),
+        overrides: Value::Object(overrides),
+    }
 }
 
 #[cfg(test)]

@@ -1,86 +1,150 @@
 //! `stallscope job [OPTIONS] -- COMMAND [ARGS...]`: the user's own training
 //! command, unmodified, measured in both timing modes (docs/your-job.md).
 //! Each configuration (the script's own DataLoader settings, and each point
-//! of `--sweep`) is a unit of the one driver: repeats in ascending,
-//! descending, ascending order, Ctrl-C, the bundle saved after every unit;
-//! each mode of a unit is a fresh process tree (`unit.rs`). The Python side
-//! is `python/stallscope_job` (`docs/job-protocol.md`).
+//! of `--sweep` or of `--tune`'s grid) is a unit of the one driver: repeats
+//! in ascending, descending, ascending order, Ctrl-C, the bundle saved after
+//! every unit; each mode of a unit is a fresh process tree (`unit.rs`).
+//! `--replay` adds the loop with the loader free (`replay.rs`); `--tune`
+//! chooses its grid (`tune.rs`), recommends and verifies (`verify.rs`). The
+//! Python side is `python/stallscope_job` (`docs/job-protocol.md`).
 
 mod grid;
 mod records;
+mod replay;
+mod session;
+mod tune;
 mod unit;
+mod verify;
 
+use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::Context;
 use stallscope_bundle::{
     Bundle, Experiment, ExperimentKind, ParamValue, Provenance, RunState, RunStatus, SchemaVersion,
 };
-use stallscope_core::driver::{self, NoProgress, Outcome, UnitCtx};
+use stallscope_core::driver::{NoProgress, UnitCtx};
 use stallscope_core::engine::{bundle_id, final_status};
 
 use super::run::{STOP, exit_code, install_ctrlc, print_report};
 use crate::cli::JobArgs;
+use crate::report::{Style, text};
+use session::Session;
 use unit::{JobExperiment, JobPlan};
 
 pub fn run(args: &JobArgs) -> anyhow::Result<ExitCode> {
     install_ctrlc()?;
-    let points = grid::points(&args.sweep)?;
+    let sweep = grid::points(&args.sweep)?;
     let (created_at, id) = bundle_id();
     let out_dir = args
         .out
         .clone()
         .unwrap_or_else(|| std::path::PathBuf::from("out").join(&id));
-    let path = out_dir.join("bundle.json");
-    let python_dir = stallscope_peers::harness::dir().map_err(anyhow::Error::msg)?;
+    let plan = plan(args, &out_dir)?;
+    let cx = UnitCtx {
+        stop: &STOP,
+        progress: &NoProgress,
+        inject_panic: None,
+    };
+    let bundle = new_bundle(args, id, created_at);
+    let mut s = Session::new(bundle, out_dir.join("bundle.json"), &cx);
+    let (points, swept, why) = if args.tune {
+        tuned_grid(&plan, &cx)
+    } else {
+        (sweep, grid::swept(&args.sweep), None)
+    };
+    let overrides = points.iter().map(|p| p.overrides.clone()).collect();
+    let mut job = JobExperiment::new(plan.clone(), skeleton(args, &points, swept, why), overrides);
+    let index = s.drive(&mut job, args.repeats);
+    let mut closing = Vec::new();
+    if args.replay || args.tune {
+        let mut r = replay::job(&plan, args.replay_mib);
+        if let Some(ri) = s.drive(&mut r, args.repeats) {
+            let held = r.replayed.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            replay::record(&mut s.bundle.experiments[ri], held.as_ref());
+        }
+    }
+    match index {
+        Some(i) if args.tune && !s.interrupted => {
+            closing = verify::recommend(&mut s, &plan, args.verify_pairs, i, &job);
+        }
+        Some(i) if args.replay => {
+            let e = s.bundle.experiments[i].clone();
+            closing.extend(replay::sentence(&s.bundle, &e));
+        }
+        _ => {}
+    }
+    Ok(finish(s, args.output.style(), &closing))
+}
+
+fn plan(args: &JobArgs, out_dir: &Path) -> anyhow::Result<JobPlan> {
     let work = out_dir.join("units");
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    let plan = JobPlan {
+    Ok(JobPlan {
         command: args.command.clone(),
         warmup: args.warmup,
         steps: args.steps,
         loader: args.loader,
         timeout: Duration::from_secs_f64(args.timeout),
         work,
-        python_dir,
-    };
-    let experiment = skeleton(args, &points);
-    let mut job = JobExperiment {
-        overrides: points.iter().map(|p| p.overrides.clone()).collect(),
-        seen: Mutex::new(vec![None; points.len()]),
-        accelerator: Mutex::new(None),
-        experiment: experiment.clone(),
-        plan,
-    };
-    let mut bundle = new_bundle(args, id, created_at, experiment);
-    let mut save = |b: &Bundle| {
-        if let Err(e) = stallscope_core::bundle_file::write_atomic(&path, b) {
-            eprintln!("stallscope job: writing {}: {e}", path.display());
+        python_dir: stallscope_peers::harness::dir().map_err(anyhow::Error::msg)?,
+    })
+}
+
+/// `--tune`'s grid from a probe of the script's own settings; the script's
+/// settings alone when the probe fails (their failure is then recorded).
+fn tuned_grid(plan: &JobPlan, cx: &UnitCtx) -> (Vec<grid::Point>, Vec<String>, Option<String>) {
+    match tune::probe(plan, cx) {
+        Ok(p) => {
+            let (points, swept, why) = tune::grid(&p);
+            eprintln!(
+                "{}",
+                text::wrap(
+                    &format!("stallscope job --tune: {why}"),
+                    "",
+                    "  ",
+                    text::WIDTH
+                )
+                .trim_end()
+            );
+            (points, swept, Some(why))
         }
-    };
-    save(&bundle);
-    let cx = UnitCtx {
-        stop: &STOP,
-        progress: &NoProgress,
-        inject_panic: None,
-    };
-    let outcome = driver::drive(&mut bundle, 0, &mut job, args.repeats, &cx, &mut save);
-    record_what_ran(&mut bundle.experiments[0], &job);
-    bundle.environment.device = Some(device(&job));
-    let (interrupted, failures) = match outcome {
-        Outcome::Finished { failures } => (false, failures),
-        Outcome::Interrupted => (true, 0),
-    };
-    bundle.status = final_status(interrupted, failures);
-    save(&bundle);
-    print_report(&bundle, &path, args.output.style());
-    Ok(exit_code(interrupted, failures))
+        Err(e) => {
+            eprintln!("stallscope job --tune: the script's own settings failed in the probe: {e}");
+            let why = format!("none: the probe of the script's own settings failed ({e})");
+            (vec![grid::script()], Vec::new(), Some(why))
+        }
+    }
+}
+
+/// The final status and save, the report, then `closing` (the replay's
+/// sentence or the recommendation) within 100 columns.
+fn finish(mut s: Session, style: Style, closing: &[String]) -> ExitCode {
+    s.bundle.environment.device = Some(device(s.accelerator.as_deref()));
+    s.bundle.status = final_status(s.interrupted, s.failures);
+    s.save();
+    print_report(&s.bundle, &s.path, style);
+    if !closing.is_empty() {
+        let mut out = String::from("\n");
+        for (i, p) in closing.iter().enumerate() {
+            out += &text::wrap(p, if i == 0 { "" } else { "  " }, "  ", text::WIDTH);
+        }
+        match style {
+            Style::Compact | Style::Wide => print!("{out}"),
+            _ => eprint!("{out}"),
+        }
+    }
+    exit_code(s.interrupted, s.failures)
 }
 
 /// The experiment: one configuration per point, the script's own first.
-fn skeleton(args: &JobArgs, points: &[grid::Point]) -> Experiment {
+fn skeleton(
+    args: &JobArgs,
+    points: &[grid::Point],
+    swept: Vec<String>,
+    grid_why: Option<String>,
+) -> Experiment {
     let mut e = Experiment::new("job", ExperimentKind::Loader, "Your training job");
     e.description = Some(format!(
         "The command's own training loop, unmodified: its DataLoader (iteration index {}) \
@@ -89,7 +153,7 @@ fn skeleton(args: &JobArgs, points: &[grid::Point]) -> Experiment {
          synchronised around next() and around the batch's host-to-device copies.",
         args.loader, args.steps, args.warmup
     ));
-    e.swept = grid::swept(&args.sweep);
+    e.swept = swept;
     e.baseline = points.first().map(|p| p.id.clone());
     e.configurations = points.iter().map(grid::Point::configuration).collect();
     let command = if args.redact_args {
@@ -105,15 +169,17 @@ fn skeleton(args: &JobArgs, points: &[grid::Point]) -> Experiment {
     ] {
         e.settings.insert(k.into(), v);
     }
+    if let Some(why) = grid_why {
+        e.settings.insert("tune_grid".into(), ParamValue::from(why));
+    }
     e
 }
 
 /// The device the job trained on, as its processes said (`done`'s
 /// `accelerator`), else the CPU.
-fn device(job: &JobExperiment) -> stallscope_bundle::DeviceInfo {
+fn device(accelerator: Option<&str>) -> stallscope_bundle::DeviceInfo {
     use stallscope_bundle::{DeviceInfo, DeviceKind};
-    let accelerator = job.accelerator.lock().unwrap_or_else(|x| x.into_inner());
-    match accelerator.as_deref() {
+    match accelerator {
         Some(name) => DeviceInfo::new(DeviceKind::Cuda, name),
         None => DeviceInfo::new(
             DeviceKind::Cpu,
@@ -122,7 +188,7 @@ fn device(job: &JobExperiment) -> stallscope_bundle::DeviceInfo {
     }
 }
 
-fn new_bundle(args: &JobArgs, id: String, created_at: String, e: Experiment) -> Bundle {
+fn new_bundle(args: &JobArgs, id: String, created_at: String) -> Bundle {
     let mut environment = stallscope_bundle::Environment {
         runner: Some(stallscope_core::envinfo::runner()),
         host: Some(stallscope_core::envinfo::host()),
@@ -140,7 +206,7 @@ fn new_bundle(args: &JobArgs, id: String, created_at: String, e: Experiment) -> 
         created_at,
         provenance: Provenance::Measured,
         environment,
-        experiments: vec![e],
+        experiments: Vec::new(),
         status: RunStatus {
             state: RunState::Running,
             message: None,

@@ -1,14 +1,17 @@
 //! A job unit's records, read back from its folder (`docs/job-protocol.md`):
 //! one JSON-lines file per Python process that built or iterated a
 //! DataLoader. The measured process is the one that opened a window; its
-//! `steps` chunks, `done` or `end`, `cold`, `loader` and `memory` records
-//! make the unit's run, every figure through `shared`'s builders.
+//! `steps` chunks, `done` or `end` (with the window's CPU time), `cold`,
+//! `loader` and `memory` records make the unit's run, every figure through
+//! `shared`'s builders.
 
 use std::path::Path;
 
 use serde_json::Value;
 use stallscope_bundle::analysis::diagnostic_from_series;
-use stallscope_bundle::{LoaderStats, Memory, Run, StepSeries, TimingMode, WholeRun};
+use stallscope_bundle::{
+    CpuCost, CpuPart, CpuPartKind, LoaderStats, Memory, Run, StepSeries, TimingMode, WholeRun,
+};
 use stallscope_core::measure::EpochSlot;
 
 /// One process's records, in the order it wrote them.
@@ -148,7 +151,32 @@ pub fn run(f: &ProcFile, done: &Value, mode: &TimingMode, repeat: u32) -> Run {
         ..LoaderStats::default()
     });
     run.memory = memory(f);
+    run.cost = cost(&done["cpu"], samples);
     run
+}
+
+/// The window's CPU time over the process tree (`done`'s `cpu`): every
+/// process of the command, DataLoader workers included.
+fn cost(cpu: &Value, samples: u64) -> Option<CpuCost> {
+    let cpu_s = cpu["cpu_s"].as_f64()?;
+    let parts = cpu["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| CpuPart {
+            name: p["name"].as_str().unwrap_or("?").to_string(),
+            kind: CpuPartKind::Process,
+            user_s: p["user_s"].as_f64().unwrap_or(0.0),
+            system_s: p["system_s"].as_f64().unwrap_or(0.0),
+            peak_rss_bytes: p["peak_rss_bytes"].as_u64(),
+        })
+        .collect();
+    Some(CpuCost {
+        wall_s: cpu["wall_s"].as_f64().unwrap_or(0.0),
+        cpu_s,
+        cpu_s_per_1000_samples: (samples > 0).then(|| cpu_s / samples as f64 * 1000.0),
+        parts,
+    })
 }
 
 /// The process's memory at the window's end: the main process's peak, and

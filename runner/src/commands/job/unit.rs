@@ -19,6 +19,7 @@ use stallscope_core::driver::{Driven, UnitCtx, UnitError};
 use super::records;
 
 /// What every unit of a job shares.
+#[derive(Clone)]
 pub struct JobPlan {
     pub command: Vec<String>,
     pub warmup: u32,
@@ -38,9 +39,17 @@ pub struct JobExperiment {
     pub experiment: Experiment,
     /// Each configuration's overrides, as `STALLSCOPE_JOB` takes them.
     pub overrides: Vec<Value>,
+    /// `STALLSCOPE_JOB.replay` of every unit: `false`, or the batches to
+    /// cache and the bytes they may take.
+    pub replay: Value,
+    /// The timing modes of a unit, each a fresh process (both, or whole-run
+    /// alone for a verification).
+    pub modes: Vec<TimingMode>,
     /// The measured DataLoader as it really ran, per configuration (the
     /// first unit's `loader` record).
     pub seen: Mutex<Vec<Option<Value>>>,
+    /// The `replay` record of the last unit that replayed.
+    pub replayed: Mutex<Option<Value>>,
     /// The accelerator a unit trained on (`done`'s), if any.
     pub accelerator: Mutex<Option<String>>,
 }
@@ -51,13 +60,13 @@ impl Driven for JobExperiment {
     }
 
     fn epochs_per_unit(&self) -> u64 {
-        2
+        self.modes.len() as u64
     }
 
     fn run_unit(&mut self, index: usize, repeat: u32, cx: &UnitCtx) -> Result<Vec<Run>, UnitError> {
         let cid = self.experiment.configurations[index].id.clone();
         let mut runs = Vec::new();
-        for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
+        for mode in self.modes.clone() {
             cx.progress
                 .epoch(&self.experiment.id, &cid, repeat, mode.clone(), 0);
             let unit = format!("{cid}/repeat {repeat}/{}", mode.as_str());
@@ -87,8 +96,24 @@ impl Driven for JobExperiment {
 }
 
 impl JobExperiment {
+    /// `experiment`'s configurations with their overrides, both timing
+    /// modes, no replay.
+    pub fn new(plan: JobPlan, experiment: Experiment, overrides: Vec<Value>) -> Self {
+        let n = overrides.len();
+        JobExperiment {
+            plan,
+            experiment,
+            overrides,
+            replay: Value::Bool(false),
+            modes: vec![TimingMode::WholeRun, TimingMode::Diagnostic],
+            seen: Mutex::new(vec![None; n]),
+            replayed: Mutex::new(None),
+            accelerator: Mutex::new(None),
+        }
+    }
+
     /// Run the command once in `mode`, its records into `dir`.
-    fn one_process(
+    pub fn one_process(
         &self,
         index: usize,
         unit: &str,
@@ -109,7 +134,7 @@ impl JobExperiment {
             "steps": self.plan.steps,
             "loader": self.plan.loader,
             "overrides": self.overrides[index],
-            "replay": false,
+            "replay": self.replay,
             "unit": unit,
         });
         let mut child = self.spawn(&config)?;
@@ -135,6 +160,9 @@ impl JobExperiment {
         if let Some(l) = records::measured_loader(f) {
             let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
             seen[index].get_or_insert_with(|| l.clone());
+        }
+        if let Some(r) = f.first("replay") {
+            *self.replayed.lock().unwrap_or_else(|e| e.into_inner()) = Some(r.clone());
         }
         Ok(records::run(f, done, mode, repeat))
     }

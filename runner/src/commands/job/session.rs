@@ -1,0 +1,83 @@
+//! A job's bundle while its experiments run one after another (the grid,
+//! the replay, the verification): each appended and run by the one driver,
+//! the bundle saved after every unit, what its DataLoader really used
+//! recorded, and the failures, a stop and the accelerator carried over.
+
+use std::path::PathBuf;
+
+use stallscope_bundle::Bundle;
+use stallscope_core::driver::{self, Outcome, UnitCtx};
+
+use super::record_what_ran;
+use super::unit::JobExperiment;
+
+pub struct Session<'a> {
+    pub bundle: Bundle,
+    pub path: PathBuf,
+    cx: &'a UnitCtx<'a>,
+    pub failures: usize,
+    pub interrupted: bool,
+    /// The accelerator a unit trained on, if any.
+    pub accelerator: Option<String>,
+}
+
+impl<'a> Session<'a> {
+    /// The session of `bundle`, saved at once to `path`.
+    pub fn new(bundle: Bundle, path: PathBuf, cx: &'a UnitCtx<'a>) -> Self {
+        let s = Session {
+            bundle,
+            path,
+            cx,
+            failures: 0,
+            interrupted: false,
+            accelerator: None,
+        };
+        s.save();
+        s
+    }
+
+    pub fn save(&self) {
+        save(&self.path, &self.bundle);
+    }
+
+    /// Append `job`'s experiment and run every unit of it; its index, or
+    /// `None` after a stop (then nothing more runs).
+    pub fn drive(&mut self, job: &mut JobExperiment, repeats: u32) -> Option<usize> {
+        if self.interrupted {
+            return None;
+        }
+        self.bundle.experiments.push(job.experiment.clone());
+        let index = self.bundle.experiments.len() - 1;
+        let path = self.path.clone();
+        let mut save_unit = |b: &Bundle| save(&path, b);
+        let outcome = driver::drive(
+            &mut self.bundle,
+            index,
+            job,
+            repeats,
+            self.cx,
+            &mut save_unit,
+        );
+        record_what_ran(&mut self.bundle.experiments[index], job);
+        if let Some(a) = job
+            .accelerator
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            self.accelerator = Some(a);
+        }
+        match outcome {
+            Outcome::Finished { failures } => self.failures += failures,
+            Outcome::Interrupted => self.interrupted = true,
+        }
+        self.save();
+        Some(index)
+    }
+}
+
+fn save(path: &std::path::Path, bundle: &Bundle) {
+    if let Err(e) = stallscope_core::bundle_file::write_atomic(path, bundle) {
+        eprintln!("stallscope job: writing {}: {e}", path.display());
+    }
+}
