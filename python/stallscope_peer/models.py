@@ -82,7 +82,9 @@ class Trainer:
             self.opt = torch.optim.Adam(params, lr=optimizer["lr"])
 
     def step(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        """zero_grad (to None), forward, the loss (mean cross-entropy by default), backward, step; reads nothing back."""
+        """zero_grad (to None), forward, the loss (mean cross-entropy unless the user's), backward, step.
+
+        Reads nothing back."""
         self.opt.zero_grad(set_to_none=True)
         loss = self.loss_fn(self.net(x), y)
         loss.backward()

@@ -1,4 +1,4 @@
-"""The user's own model (request `model.name == "python"`): built by their factory, checked on the Dataset's first batch.
+"""The user's own model (`model.name == "python"`): built by its factory, checked on a first batch.
 
 The factory is `module:function`, imported with the request's `path` first on `sys.path` and called
 with `args` as keyword arguments. It returns a `torch.nn.Module`; or `(module, loss_fn)` or
