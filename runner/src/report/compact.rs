@@ -12,7 +12,9 @@ use stallscope_bundle::analysis::{
 };
 use stallscope_bundle::{Bundle, Experiment, Provenance, TimingMode};
 
-use super::comparison::{comparison_rows, comparison_unit};
+use super::comparison::{
+    before_after_block, comparison_rows, comparison_unit, machine_block, settings_block,
+};
 use super::ranks::{render_cost_table, render_ranks};
 use super::text::{Column, WIDTH, compact_table, wrap};
 
@@ -186,18 +188,7 @@ pub fn render_comparison_compact(c: &BundleComparison, base_name: &str, new_name
         WIDTH,
     );
     out.push('\n');
-    if !c.environment_differences.is_empty() {
-        out.push_str("WARNING: the two bundles differ in machine or settings:\n");
-        for d in &c.environment_differences {
-            out.push_str(&wrap(
-                &format!("{}: BASE {} | NEW {}", d.field, d.base, d.new),
-                "  ",
-                "    ",
-                WIDTH,
-            ));
-        }
-        out.push('\n');
-    }
+    out.push_str(&machine_block(c));
     for e in &c.experiments {
         let phase = e
             .phase
@@ -214,22 +205,13 @@ pub fn render_comparison_compact(c: &BundleComparison, base_name: &str, new_name
             "  ",
             WIDTH,
         ));
+        out.push_str(&before_after_block(e));
         if let Some(note) = &e.note {
             out.push_str(&wrap(note, "  ", "  ", WIDTH));
             out.push('\n');
             continue;
         }
-        for d in &e.setting_differences {
-            out.push_str(&wrap(
-                &format!(
-                    "setting {} differs: BASE {} vs NEW {}",
-                    d.field, d.base, d.new
-                ),
-                "  ",
-                "    ",
-                WIDTH,
-            ));
-        }
+        out.push_str(&settings_block(e));
         let unit = comparison_unit(e);
         let cell = |s: &Option<Summary>| match s {
             None => "—".to_string(),

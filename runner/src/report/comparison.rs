@@ -3,10 +3,12 @@
 //! (`--wide`), Markdown, CSV or JSON (the compact default is in `compact`).
 
 use stallscope_bundle::analysis::{
-    BundleComparison, Change, ExperimentComparison, Summary, Unit, csv_field, show_ratio,
+    BeforeAfter, BundleComparison, Change, DifferenceGroups, ExperimentComparison, StepMove,
+    Summary, Unit, csv_field, show_ratio,
 };
 
 use super::align;
+use super::text::{WIDTH, wrap};
 
 pub(super) fn change_text(c: Option<Change>, threshold: f64) -> String {
     match c {
@@ -64,24 +66,7 @@ fn change_key(c: Option<Change>) -> &'static str {
 
 /// The two-bundle comparison as aligned text.
 pub fn render_comparison_text(c: &BundleComparison, base_name: &str, new_name: &str) -> String {
-    let mut out = String::new();
-    if !c.environment_differences.is_empty() {
-        out.push_str("WARNING: the two bundles differ in machine or settings:\n");
-        let rows: Vec<Vec<String>> = c
-            .environment_differences
-            .iter()
-            .map(|d| vec![d.field.clone(), d.base.clone(), d.new.clone()])
-            .collect();
-        out.push_str(&align(
-            &[
-                "".into(),
-                format!("BASE {base_name}"),
-                format!("NEW {new_name}"),
-            ],
-            &rows,
-        ));
-        out.push('\n');
-    }
+    let mut out = machine_aligned(c, base_name, new_name);
     for e in &c.experiments {
         let phase = e
             .phase
@@ -93,15 +78,19 @@ pub fn render_comparison_text(c: &BundleComparison, base_name: &str, new_name: &
             e.title,
             e.metric.label()
         ));
+        for l in e.before_after.iter().flat_map(BeforeAfter::sentences) {
+            out.push_str(&format!("  {l}\n"));
+        }
         if let Some(note) = &e.note {
             out.push_str(&format!("  {note}\n\n"));
             continue;
         }
-        for d in &e.setting_differences {
-            out.push_str(&format!(
-                "  setting {} differs: BASE {} vs NEW {}\n",
-                d.field, d.base, d.new
-            ));
+        let settings = e.settings().lines("BASE", "NEW", "settings");
+        if !settings.is_empty() {
+            out.push_str("  settings that differ:\n");
+        }
+        for l in settings {
+            out.push_str(&format!("    {l}\n"));
         }
         let unit = comparison_unit(e);
         let cell = |s: &Option<Summary>| match s {
@@ -136,18 +125,7 @@ pub fn render_comparison_text(c: &BundleComparison, base_name: &str, new_name: &
 /// The two-bundle comparison as Markdown.
 pub fn render_comparison_markdown(c: &BundleComparison, base_name: &str, new_name: &str) -> String {
     let mut out = String::new();
-    if !c.environment_differences.is_empty() {
-        out.push_str("**The two bundles differ in machine or settings:**\n\n| | BASE | NEW |\n|---|---|---|\n");
-        for d in &c.environment_differences {
-            out.push_str(&format!(
-                "| {} | {} | {} |\n",
-                md(&d.field),
-                md(&d.base),
-                md(&d.new)
-            ));
-        }
-        out.push('\n');
-    }
+    out.push_str(&machine_markdown(c));
     for e in &c.experiments {
         out.push_str(&format!(
             "### {} — {} ({}, whole-run)\n\n",
@@ -155,9 +133,22 @@ pub fn render_comparison_markdown(c: &BundleComparison, base_name: &str, new_nam
             md(&e.title),
             e.metric.label()
         ));
+        if let Some(b) = &e.before_after {
+            for l in b.sentences() {
+                out.push_str(&format!("{}\n\n", md(&l)));
+            }
+        }
         if let Some(note) = &e.note {
             out.push_str(&format!("{}\n\n", md(note)));
             continue;
+        }
+        let settings = e.settings().lines("BASE", "NEW", "settings");
+        if !settings.is_empty() {
+            out.push_str("Settings that differ:\n\n");
+            for l in settings {
+                out.push_str(&format!("- {}\n", md(&l)));
+            }
+            out.push('\n');
         }
         out.push_str(&format!(
             "| configuration | BASE {} | NEW {} | NEW/BASE | |\n|---|---:|---:|---:|---|\n",
@@ -214,6 +205,7 @@ pub fn render_comparison_json(c: &BundleComparison, base: &str, new: &str) -> se
         "new": new,
         "threshold_percent": c.threshold_percent,
         "environment_differences": c.environment_differences.iter().map(|d| serde_json::json!({"field": d.field, "base": d.base, "new": d.new})).collect::<Vec<_>>(),
+        "before_after": c.experiments.iter().filter_map(|e| Some((e, e.before_after.as_ref()?))).map(|(e, b)| before_after_json(&e.experiment_id, b)).collect::<Vec<_>>(),
         "experiments": c.experiments.iter().map(|e| serde_json::json!({
             "id": e.experiment_id,
             "title": e.title,
@@ -233,6 +225,116 @@ pub fn render_comparison_json(c: &BundleComparison, base: &str, new: &str) -> se
         })).collect::<Vec<_>>(),
         "regressions": c.regressions().len(),
     })
+}
+
+/// The machine and software differences, those both sides state aligned in
+/// a table however wide (`--wide`), those one side states alone folded.
+fn machine_aligned(c: &BundleComparison, base_name: &str, new_name: &str) -> String {
+    let machine = c.machine();
+    if machine.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("WARNING: the two bundles differ in machine or settings:\n");
+    let rows: Vec<Vec<String>> = machine
+        .both
+        .iter()
+        .map(|d| vec![d.field.clone(), d.base.clone(), d.new.clone()])
+        .collect();
+    if !rows.is_empty() {
+        let header = [
+            String::new(),
+            format!("BASE {base_name}"),
+            format!("NEW {new_name}"),
+        ];
+        out.push_str(&align(&header, &rows));
+    }
+    for side in [("BASE", &machine.only_base), ("NEW", &machine.only_new)] {
+        if let Some(l) = DifferenceGroups::only_line(side.0, side.1, "fields") {
+            out.push_str(&format!("{l}\n"));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// The machine and software differences, folded, within 100 columns.
+pub(super) fn machine_block(c: &BundleComparison) -> String {
+    let lines = c.machine().lines("BASE", "NEW", "fields");
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("WARNING: the two bundles differ in machine or settings:\n");
+    for l in lines {
+        out.push_str(&wrap(&l, "  ", "    ", WIDTH));
+    }
+    out.push('\n');
+    out
+}
+
+/// An experiment's settings box: those both sides state and that differ,
+/// one line each, then one line per side for those only it states.
+pub(super) fn settings_block(e: &ExperimentComparison) -> String {
+    let lines = e.settings().lines("BASE", "NEW", "settings");
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("  settings that differ:\n");
+    for l in lines {
+        out.push_str(&wrap(&l, "    ", "      ", WIDTH));
+    }
+    out
+}
+
+/// Two bundles of one job: the diagnosis and the whole-run step, before
+/// and after.
+pub(super) fn before_after_block(e: &ExperimentComparison) -> String {
+    e.before_after
+        .iter()
+        .flat_map(BeforeAfter::sentences)
+        .map(|l| wrap(&l, "  ", "    ", WIDTH))
+        .collect()
+}
+
+fn machine_markdown(c: &BundleComparison) -> String {
+    let m = c.machine();
+    if m.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("**The two bundles differ in machine or settings:**\n\n");
+    if !m.both.is_empty() {
+        out.push_str("| | BASE | NEW |\n|---|---|---|\n");
+        for d in &m.both {
+            let row = [&d.field, &d.base, &d.new].map(|t| md(t));
+            out.push_str(&format!("| {} |\n", row.join(" | ")));
+        }
+        out.push('\n');
+    }
+    for side in [("BASE", &m.only_base), ("NEW", &m.only_new)] {
+        if let Some(l) = DifferenceGroups::only_line(side.0, side.1, "fields") {
+            out.push_str(&format!("{}\n\n", md(&l)));
+        }
+    }
+    out
+}
+
+fn before_after_json(experiment: &str, b: &BeforeAfter) -> serde_json::Value {
+    let side = |d: &Option<stallscope_bundle::analysis::Diagnosis>| {
+        d.as_ref().map(|d| {
+            serde_json::json!({"configuration": d.config_id, "bound": d.bound.label(),
+                "wait_share": d.wait_share, "phase": d.phase.as_str()})
+        })
+    };
+    let step = b.step.as_ref().map(|s| {
+        let moved = match s.moved {
+            StepMove::Faster => "faster",
+            StepMove::Slower => "slower",
+            StepMove::WithinNoise => "within_noise",
+        };
+        serde_json::json!({"phase": s.phase.as_str(), "base_median_s": s.base.median,
+            "new_median_s": s.new.median, "ratio": s.ratio, "noise": s.noise, "moved": moved})
+    });
+    serde_json::json!({"experiment": experiment, "base": side(&b.base), "new": side(&b.new),
+        "step": step, "sentences": b.sentences()})
 }
 
 fn md(s: &str) -> String {

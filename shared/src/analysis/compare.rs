@@ -1,7 +1,9 @@
 //! Two bundles side by side: experiments matched by id, configurations by id,
 //! whole-run throughput compared (never a diagnostic figure against a
-//! whole-run one), regressions beyond a threshold, and the differences of
-//! machine and settings listed. A merged bundle is read as its job
+//! whole-run one), regressions beyond a threshold, the differences of
+//! machine and settings listed (grouped for reading in `differences`), and
+//! for two bundles of one training job the diagnosis and whole-run step
+//! before and after (`before_after`). A merged bundle is read as its job
 //! (`merge::job_view`); its scaling against the other side is
 //! `analysis::compare_scaling`.
 
@@ -9,6 +11,12 @@ use crate::analysis::metric::*;
 use crate::analysis::summary::Summary;
 use crate::format::*;
 use crate::merge::job_view;
+
+mod before_after;
+mod differences;
+
+pub use before_after::*;
+pub use differences::*;
 
 /// How a configuration moved from BASE to NEW.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,16 +55,20 @@ pub struct ExperimentComparison {
     pub rows: Vec<CompareRow>,
     /// Why the experiment as a whole could not be compared.
     pub note: Option<String>,
-    /// Settings that differ between the two (name, base, new).
+    /// Settings that differ between the two (name, base, new); read them
+    /// grouped with [`ExperimentComparison::settings`].
     pub setting_differences: Vec<Difference>,
+    /// Two bundles of one training job: the diagnosis and the whole-run
+    /// step, before and after.
+    pub before_after: Option<BeforeAfter>,
 }
 
-/// A field that differs between two bundles.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Difference {
-    pub field: String,
-    pub base: String,
-    pub new: String,
+impl ExperimentComparison {
+    /// The settings that differ, grouped: both sides' values, then the
+    /// names only one side states.
+    pub fn settings(&self) -> DifferenceGroups {
+        DifferenceGroups::of(&self.setting_differences)
+    }
 }
 
 /// The whole comparison.
@@ -64,11 +76,17 @@ pub struct Difference {
 pub struct BundleComparison {
     pub threshold_percent: f64,
     pub experiments: Vec<ExperimentComparison>,
-    /// Machine and software differences.
+    /// Machine and software differences; read them grouped with
+    /// [`BundleComparison::machine`].
     pub environment_differences: Vec<Difference>,
 }
 
 impl BundleComparison {
+    /// The machine and software differences, grouped.
+    pub fn machine(&self) -> DifferenceGroups {
+        DifferenceGroups::of(&self.environment_differences)
+    }
+
     /// Rows slower than BASE beyond the threshold (the CI gate).
     pub fn regressions(&self) -> Vec<(&ExperimentComparison, &CompareRow)> {
         self.experiments
@@ -120,6 +138,7 @@ fn compare_experiment(
         rows: Vec::new(),
         note: None,
         setting_differences: Vec::new(),
+        before_after: None,
     };
     let (Some(b), Some(n)) = (base, new) else {
         out.note = Some(format!(
@@ -133,6 +152,7 @@ fn compare_experiment(
         return out;
     }
     out.setting_differences = map_differences(&b.settings, &n.settings);
+    out.before_after = before_after(b, n);
     // The phase both sides have whole-run figures for: steady first.
     let has =
         |e: &Experiment, p: Phase| has_metric(e, &MetricKey::new(metric, TimingMode::WholeRun, p));
@@ -268,124 +288,4 @@ fn not_comparable_note(b: &Experiment, n: &Experiment, metric: Metric) -> String
         return "the two sides have whole-run figures of different phases (one cold only, one steady only); a first epoch is not compared with a steady one".into();
     }
     "no whole-run figures on one side".into()
-}
-
-fn map_differences(
-    a: &std::collections::BTreeMap<String, ParamValue>,
-    b: &std::collections::BTreeMap<String, ParamValue>,
-) -> Vec<Difference> {
-    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    keys.into_iter()
-        .filter_map(|k| {
-            let x = a
-                .get(k)
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "—".into());
-            let y = b
-                .get(k)
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "—".into());
-            (x != y).then(|| Difference {
-                field: k.clone(),
-                base: x,
-                new: y,
-            })
-        })
-        .collect()
-}
-
-fn provenance_text(b: &Bundle) -> String {
-    match &b.provenance {
-        Provenance::Measured => "measured".into(),
-        Provenance::Published { citation, .. } => format!("published: {}", citation.title),
-    }
-}
-
-/// Machine and software fields that differ between two bundles.
-pub fn environment_differences(base: &Bundle, new: &Bundle) -> Vec<Difference> {
-    let fields = |b: &Bundle| -> Vec<(&'static str, String)> {
-        let e = &b.environment;
-        let opt = |v: Option<String>| v.unwrap_or_else(|| "—".into());
-        vec![
-            ("provenance", provenance_text(b)),
-            ("ranks", (b.ranks.len().max(1)).to_string()),
-            (
-                "device",
-                opt(e
-                    .device
-                    .as_ref()
-                    .map(|d| format!("{} ({})", d.name, d.kind.as_str()))),
-            ),
-            (
-                "device memory",
-                opt(e
-                    .device
-                    .as_ref()
-                    .and_then(|d| d.memory_total_bytes)
-                    .map(|m| crate::analysis::units::show_bytes(m as f64))),
-            ),
-            (
-                "driver",
-                opt(e.device.as_ref().and_then(|d| d.driver.clone())),
-            ),
-            (
-                "CUDA runtime",
-                opt(e.device.as_ref().and_then(|d| d.cuda_runtime.clone())),
-            ),
-            (
-                "CPU",
-                opt(e.host.as_ref().and_then(|h| h.cpu_model.clone())),
-            ),
-            (
-                "logical cores",
-                opt(e
-                    .host
-                    .as_ref()
-                    .and_then(|h| h.logical_cores)
-                    .map(|c| c.to_string())),
-            ),
-            ("OS", opt(e.host.as_ref().and_then(|h| h.os.clone()))),
-            (
-                "libtorch",
-                opt(e.libtorch.as_ref().map(|l| l.version.clone())),
-            ),
-            (
-                "precision",
-                opt(e.precision.as_ref().map(|p| {
-                    format!(
-                        "{} (TF32 matmul {}, cuDNN {})",
-                        p.dtype, p.tf32_matmul, p.tf32_cudnn
-                    )
-                })),
-            ),
-            (
-                "torch threads",
-                opt(e
-                    .threads
-                    .as_ref()
-                    .and_then(|t| t.torch_intra_op)
-                    .map(|t| t.to_string())),
-            ),
-            (
-                "runner",
-                opt(e
-                    .runner
-                    .as_ref()
-                    .map(|r| format!("{} {}", r.name, r.version))),
-            ),
-        ]
-    };
-    let a = fields(base);
-    let b = fields(new);
-    a.into_iter()
-        .zip(b)
-        .filter(|(x, y)| x.1 != y.1)
-        .map(|(x, y)| Difference {
-            field: x.0.to_string(),
-            base: x.1,
-            new: y.1,
-        })
-        .collect()
 }

@@ -1,14 +1,18 @@
 //! Two or more bundles side by side: each compared with the first
 //! (`stallscope_bundle::analysis::compare_bundles`, the CLI's comparison),
-//! machine and settings differences listed, and a warning when they differ;
-//! a merged job against a run of another size adds its scaling efficiency.
+//! machine and settings differences listed (those both sides state one by
+//! one, those only one side states folded into a line), and a warning when
+//! they differ; two bundles of one job say whether the diagnosis changed and
+//! how far the whole-run step moved; a merged job against a run of another
+//! size adds its scaling efficiency.
 
 use std::sync::Arc;
 
 use leptos::prelude::*;
 use stallscope_bundle::Bundle;
 use stallscope_bundle::analysis::{
-    Change, ExperimentComparison, Unit, compare_bundles, compare_scaling, show_ratio,
+    Change, DifferenceGroups, ExperimentComparison, Unit, compare_bundles, compare_scaling,
+    show_ratio,
 };
 
 use crate::components::job::ScalingView;
@@ -55,7 +59,8 @@ fn pair_view(
 ) -> impl IntoView {
     let cmp = compare_bundles(&base, &new, THRESHOLD_PERCENT);
     let scaling = compare_scaling(&base, &new);
-    let differ = !cmp.environment_differences.is_empty();
+    let machine = cmp.machine();
+    let differ = !machine.is_empty();
     let published = !base.is_measured() || !new.is_measured();
     let experiments = cmp
         .experiments
@@ -70,23 +75,41 @@ fn pair_view(
             {published.then(|| view! {
                 <p class="note">"One side is a published table: its figures are as published, on the publication's machine; the other side's are measured here."</p>
             })}
-            {differ.then(|| view! {
-                <div class="warning differences-warning" role="note">
-                    <p><b>"The machines or software differ"</b>" — differences below may come from them, not from the settings:"</p>
-                    <table class="differences">
-                        <thead><tr><th>"field"</th><th>"base"</th><th>"this bundle"</th></tr></thead>
-                        <tbody>
-                            {cmp.environment_differences
-                                .iter()
-                                .map(|d| view! { <tr><th>{d.field.clone()}</th><td>{d.base.clone()}</td><td>{d.new.clone()}</td></tr> })
-                                .collect_view()}
-                        </tbody>
-                    </table>
-                </div>
-            })}
+            {differ.then(|| machine_view(&machine))}
             {scaling.map(|s| view! { <ScalingView scaling=s/> })}
             {experiments}
         </section>
+    }
+}
+
+/// The two sides as a difference line names them.
+const BASE: &str = "base";
+const NEW: &str = "this bundle";
+
+/// The machine differences: those both sides state in a table, those only
+/// one side states folded into a line each.
+fn machine_view(m: &DifferenceGroups) -> impl IntoView + use<> {
+    let folds: Vec<String> = [(BASE, &m.only_base), (NEW, &m.only_new)]
+        .into_iter()
+        .filter_map(|(side, names)| DifferenceGroups::only_line(side, names, "fields"))
+        .collect();
+    let rows = m.both.clone();
+    view! {
+        <div class="warning differences-warning" role="note">
+            <p><b>"The machines or software differ"</b>" — differences below may come from them, not from the settings:"</p>
+            {(!rows.is_empty()).then(|| view! {
+                <table class="differences">
+                    <thead><tr><th>"field"</th><th>"base"</th><th>"this bundle"</th></tr></thead>
+                    <tbody>
+                        {rows
+                            .into_iter()
+                            .map(|d| view! { <tr><th>{d.field}</th><td>{d.base}</td><td>{d.new}</td></tr> })
+                            .collect_view()}
+                    </tbody>
+                </table>
+            })}
+            {folds.into_iter().map(|l| view! { <p class="differences-only">{l}</p> }).collect_view()}
+        </div>
     }
 }
 
@@ -102,6 +125,14 @@ fn experiment_view(
         .flatten()
         .collect();
     let unit = Unit::for_values(e.metric.quantity(), &values);
+    let settings = e.settings().lines(BASE, NEW, "settings");
+    let before_after = e.before_after.as_ref().map(|b| {
+        view! {
+            <div class="before-after" role="note">
+                {b.sentences().into_iter().map(|l| view! { <p>{l}</p> }).collect_view()}
+            </div>
+        }
+    });
     let heading = format!(
         "{} — whole-run {}{}",
         e.title,
@@ -118,15 +149,12 @@ fn experiment_view(
                     {if filtered { "show every experiment" } else { "show only this experiment" }}
                 </a>
             </p>
+            {before_after}
             {e.note.clone().map(|n| view! { <p class="warning">{n}</p> })}
-            {(!e.setting_differences.is_empty()).then(|| view! {
-                <div class="warning">
-                    "Settings differ: "
-                    {e.setting_differences
-                        .iter()
-                        .map(|d| format!("{}: {} vs {}", d.field, d.base, d.new))
-                        .collect::<Vec<_>>()
-                        .join("; ")}
+            {(!settings.is_empty()).then(|| view! {
+                <div class="warning settings-differ">
+                    <p>"Settings differ:"</p>
+                    <ul>{settings.into_iter().map(|l| view! { <li>{l}</li> }).collect_view()}</ul>
                 </div>
             })}
             {(!e.rows.is_empty()).then(|| view! {
