@@ -166,3 +166,64 @@ fn a_harness_killed_in_a_dali_epoch_keeps_the_epochs_before_it() {
     );
     assert!(message.contains("after 1 of 4 epochs"), "{message}");
 }
+
+/// All five engines on an image source, DALI's decoder swept: on the CPU
+/// the mixed decoder is not run, with its reason, the bundle is valid, and
+/// every engine that ran took the same samples and steps in every epoch.
+#[test]
+fn five_engines_on_images_with_dali_mixed_recorded_as_not_applicable_on_the_cpu() {
+    let Some(_) = peers_python() else { return };
+    let dir = temp_dir("peers-five-images");
+    let suite = r#"
+title = "five engines, images"
+seed = 5
+torch_threads = 1
+repeats = 1
+epochs = 2
+
+[[experiment]]
+id = "images"
+kind = "loader"
+model = "image_cnn"
+image_size = 16
+classes = 4
+
+[experiment.loader]
+source = "images"
+samples = 40
+batch_size = 8
+image_width = 32
+image_height = 24
+resize = 18
+engines = ["native", "pytorch", "spdl", "dali", "nodes"]
+workers = [2]
+dali_device = ["cpu", "mixed"]
+"#;
+    let (b, o) = run_suite(dir.path(), suite, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("not run here: dali"), "{}", text(&o));
+    let mut took = None;
+    for c in &b.experiments[0].configurations {
+        if c.id.ends_with("-mixed") {
+            let why = c.not_applicable.get("dali_device").expect("a reason");
+            assert!(why.contains("needs a CUDA device"), "{why}");
+            assert!(c.runs.is_empty() && c.failure.is_none());
+            continue;
+        }
+        assert!(c.failure.is_none(), "{}: {:?}", c.id, c.failure);
+        assert_eq!(c.runs.len(), 4, "{}", c.id);
+        let per_epoch: Vec<(u64, u64)> = c
+            .runs
+            .iter()
+            .map(|r| match (&r.whole_run, &r.diagnostic) {
+                (Some(w), _) => (w.samples.unwrap(), w.steps.unwrap()),
+                (_, Some(d)) => (d.samples.unwrap(), d.steps.unwrap()),
+                _ => panic!("{}: a run without figures", c.id),
+            })
+            .collect();
+        match &took {
+            None => took = Some(per_epoch),
+            Some(t) => assert_eq!(t, &per_epoch, "{}", c.id),
+        }
+    }
+}

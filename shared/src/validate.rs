@@ -249,12 +249,12 @@ impl Validator {
     }
 
     fn configuration(&mut self, c: &Configuration, path: &str) {
-        // A configuration whose engine is not applicable here (its reason
-        // under `not_applicable.engine`) has nothing to run.
+        // A configuration whose engine (or DALI's decoder placement) is not
+        // applicable here has nothing to run.
         if self.complete
             && c.runs.is_empty()
             && c.failure.is_none()
-            && !c.not_applicable.contains_key("engine")
+            && c.cannot_run_here().is_none()
         {
             self.push(
                 format!("{path}.runs"),

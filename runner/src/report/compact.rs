@@ -71,7 +71,29 @@ pub fn render_experiment(e: &Experiment) -> String {
         },
     );
     out.push_str(&render_table(&t, keys.whole_run, keys.detail));
+    out.push_str(&render_not_run(e));
     out.push_str(&render_cost_table(e));
+    out
+}
+
+/// The configurations that could not run here (an engine not installed,
+/// DALI's mixed decoder without a GPU), grouped by reason: one line each.
+fn render_not_run(e: &Experiment) -> String {
+    let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in e.configurations.iter().filter(|c| c.runs.is_empty()) {
+        let Some(why) = stallscope_core::grid::runs_nowhere(c) else {
+            continue;
+        };
+        match by_reason.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, labels)) => labels.push(&c.label),
+            None => by_reason.push((why, vec![&c.label])),
+        }
+    }
+    let mut out = String::new();
+    for (why, labels) in by_reason {
+        let line = format!("not run here: {} ({why})", labels.join("; "));
+        out.push_str(&wrap(&line, "  ", "    ", WIDTH));
+    }
     out
 }
 

@@ -189,3 +189,16 @@ impl Experiment {
         self.configurations.iter().find(|c| c.id == id)
     }
 }
+
+impl Configuration {
+    /// Why this configuration could not run on the machine that measured
+    /// it, as recorded: its engine is not applicable there (its package not
+    /// installed, no Python), or DALI's decoder placement is (`mixed`
+    /// without a GPU). A knob that is not applicable elsewhere only means
+    /// nothing for a configuration that still runs.
+    pub fn cannot_run_here(&self) -> Option<&str> {
+        let na = |k: &str| self.not_applicable.get(k).map(String::as_str);
+        let dali = self.engine == Some(Engine::Dali);
+        na("engine").or(na("dali_device").filter(|_| dali))
+    }
+}

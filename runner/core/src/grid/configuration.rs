@@ -6,13 +6,11 @@ use stallscope_bundle::{Configuration, ParamValue};
 use super::{Point, label, point_id, swept_knobs};
 use crate::suite::{DaliDevice, EngineName, LoaderPlan};
 
-/// Why a configuration cannot run here at all, as its record says: its
-/// engine is not applicable (not installed), or DALI's mixed decoder has
-/// no GPU. Other "not applicable" knobs only have no meaning for a
-/// configuration, which still runs. The driver skips these.
+/// Why a configuration cannot run here at all, as its record says
+/// (`Configuration::cannot_run_here`: its engine not installed, DALI's
+/// mixed decoder without a GPU). The driver skips these.
 pub fn runs_nowhere(c: &Configuration) -> Option<&str> {
-    let na = |k: &str| c.not_applicable.get(k).map(String::as_str);
-    na("engine").or(na("dali_device").filter(|why| *why == MIXED_NEEDS_CUDA))
+    c.cannot_run_here()
 }
 
 const NO_WORKERS: &str =

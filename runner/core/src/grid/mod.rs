@@ -177,6 +177,12 @@ pub fn swept_knobs(lp: &LoaderPlan) -> Vec<String> {
             swept.push(name.into());
         }
     }
+    // DALI's mixed decoder is recorded as not applicable without a GPU,
+    // which only a swept knob may be.
+    let mixed = lp.dali_devices.contains(&DaliDevice::Mixed);
+    if mixed && lp.dali_devices.len() == 1 && lp.engines.contains(&EngineName::Dali) {
+        swept.push("dali_device".into());
+    }
     swept
 }
 
