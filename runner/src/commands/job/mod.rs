@@ -217,9 +217,13 @@ fn new_bundle(args: &JobArgs, id: String, created_at: String) -> Bundle {
 }
 
 /// What the job's DataLoader really used, per configuration: its settings
-/// as parameters (`actual_*`), read back after construction; the script's
-/// own configuration gets its values of the swept keys too.
-fn record_what_ran(e: &mut Experiment, job: &JobExperiment) {
+/// as parameters (`actual_*`, and `actual_iterable_dataset` for an
+/// IterableDataset), read back after construction; the script's own
+/// configuration gets its values of the swept keys too. Returns the
+/// loader's notes (an IterableDataset duplicated across workers), each
+/// prefixed with its configuration, for the bundle's notes.
+fn record_what_ran(e: &mut Experiment, job: &JobExperiment) -> Vec<String> {
+    let mut notes = Vec::new();
     let seen = job.seen.lock().unwrap_or_else(|x| x.into_inner());
     let swept = e.swept.clone();
     for (c, loader) in e.configurations.iter_mut().zip(seen.iter()) {
@@ -244,6 +248,15 @@ fn record_what_ran(e: &mut Experiment, job: &JobExperiment) {
                 c.params.insert(format!("actual_{key}"), v);
             }
         }
+        if l["iterable_dataset"] == true {
+            c.params
+                .insert("actual_iterable_dataset".into(), ParamValue::from(true));
+        }
+        for n in l["notes"].as_array().into_iter().flatten() {
+            if let Some(n) = n.as_str() {
+                notes.push(format!("{} ({}): {n}", e.id, c.id));
+            }
+        }
     }
     if let Some(l) = seen.iter().flatten().next() {
         for key in ["class", "dataset", "sampler", "collate_fn"] {
@@ -252,4 +265,5 @@ fn record_what_ran(e: &mut Experiment, job: &JobExperiment) {
             }
         }
     }
+    notes
 }

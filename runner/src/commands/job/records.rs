@@ -200,8 +200,10 @@ fn memory(f: &ProcFile) -> Option<Memory> {
 }
 
 /// Why a process ended without completing its window, in one sentence from
-/// its `end` or `error` record (the traceback's last line included).
-pub fn ended(files: &[ProcFile]) -> Option<String> {
+/// its `end` or `error` record: the steps done of the `asked`, the exception
+/// and the traceback's last line, or that the measured DataLoader (iteration
+/// index `loader`) was never iterated.
+pub fn ended(files: &[ProcFile], asked: u32, loader: u32) -> Option<String> {
     for f in files {
         if let Some(e) = f.first("error") {
             return Some(format!(
@@ -214,21 +216,49 @@ pub fn ended(files: &[ProcFile]) -> Option<String> {
     let f = files.iter().find(|f| f.first("end").is_some())?;
     let e = f.first("end")?;
     let reason = e["reason"].as_str().unwrap_or("?");
-    let mut text = format!(
-        "the script ended ({reason}) after {} of the window's steps, in its {}",
-        e["steps"].as_u64().unwrap_or(0),
-        e["phase_at_end"].as_str().unwrap_or("?")
-    );
+    let phase = e["phase_at_end"].as_str().unwrap_or("?");
+    let mut text = if phase == "measured loader never iterated" {
+        format!(
+            "the script ended ({reason}) with the measured DataLoader (iteration index \
+             {loader}) never iterated"
+        )
+    } else {
+        format!(
+            "the script ended ({reason}) after {} of {asked} steps, in its {phase}",
+            e["steps"].as_u64().unwrap_or(0),
+        )
+    };
+    let mut last = String::new();
     if let Some(ex) = e["exception"].as_str() {
-        text += &format!(": {ex}: {}", e["message"].as_str().unwrap_or(""));
+        last = format!("{ex}: {}", e["message"].as_str().unwrap_or(""));
+        text += &format!(": {last}");
     }
     if let Some(tail) = e["traceback_tail"].as_array().and_then(|t| t.last()) {
-        text += &format!(" ({})", tail.as_str().unwrap_or("").trim());
+        let tail = tail.as_str().unwrap_or("").trim();
+        if tail != last.trim() {
+            text += &format!(" ({tail})");
+        }
     }
     if e["pending_step"]["in_next"] == true {
         text += "; it was waiting in the loader's next()";
     }
     Some(text)
+}
+
+/// What a window that did not complete measured before it ended: a run of
+/// its completed steps (their own sums: the step in progress, a hang
+/// included, is left out); `None` when no step completed.
+pub fn partial_run(f: &ProcFile, mode: &TimingMode, repeat: u32) -> Option<Run> {
+    let s = steps(f);
+    if s.step_ns.is_empty() {
+        return None;
+    }
+    let progress = serde_json::json!({
+        "samples": s.samples.iter().sum::<u64>(),
+        "bytes": s.bytes.iter().sum::<u64>(),
+        "window_s": s.step_ns.iter().sum::<u64>() as f64 / 1e9,
+    });
+    Some(run(f, &progress, mode, repeat))
 }
 
 /// The measured loader's record, as the DataLoader really ran.

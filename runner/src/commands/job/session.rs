@@ -58,7 +58,11 @@ impl<'a> Session<'a> {
             self.cx,
             &mut save_unit,
         );
-        record_what_ran(&mut self.bundle.experiments[index], job);
+        for note in record_what_ran(&mut self.bundle.experiments[index], job) {
+            if !self.bundle.notes.contains(&note) {
+                self.bundle.notes.push(note);
+            }
+        }
         if let Some(a) = job
             .accelerator
             .lock()

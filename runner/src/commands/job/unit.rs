@@ -77,6 +77,15 @@ impl Driven for JobExperiment {
             match self.one_process(index, &unit, &dir, &mode, repeat, cx) {
                 Ok(run) => runs.push(run),
                 Err(UnitError::Interrupted) => return Err(UnitError::Interrupted),
+                Err(UnitError::Partial {
+                    runs: part,
+                    failure,
+                }) => {
+                    // The steps this mode measured before its fault, with
+                    // what the earlier modes measured.
+                    runs.extend(part);
+                    return Err(UnitError::Partial { runs, failure });
+                }
                 Err(e) if runs.is_empty() => return Err(e),
                 Err(e) => {
                     // What the first mode measured is kept with the failure.
@@ -140,9 +149,24 @@ impl JobExperiment {
         let mut child = self.spawn(&config)?;
         let status = wait(&mut child, self.plan.timeout, cx)?;
         let files = records::read_dir(dir).map_err(fail)?;
+        let (steps, loader) = (self.plan.steps, self.plan.loader);
+        // A window that did not complete: its failure, with the steps it
+        // measured kept as a partial run.
+        let partial = |message: String| match records::measured(&files)
+            .and_then(|f| records::partial_run(f, mode, repeat))
+        {
+            Some(run) => UnitError::Partial {
+                runs: vec![run],
+                failure: Box::new(Failure::Error { message }),
+            },
+            None => fail(message),
+        };
         let Some(status) = status else {
-            let at = records::ended(&files).map_or(String::new(), |w| format!(": {w}"));
-            return Err(fail(format!(
+            let at = records::ended(&files, steps, loader).map_or_else(
+                || format!(", and the measured DataLoader (iteration index {loader}) was never iterated"),
+                |w| format!(": {w}"),
+            );
+            return Err(partial(format!(
                 "the command ran past the timeout ({:.0} s) and was stopped{at}",
                 self.plan.timeout.as_secs_f64()
             )));
@@ -151,8 +175,11 @@ impl JobExperiment {
             return Err(fail(never_measured(&files, status, &self.plan)));
         };
         let Some(done) = f.first("done") else {
-            let why = records::ended(&files).unwrap_or_else(|| exited(status, &self.plan));
-            return Err(fail(format!("the window did not complete: {why}")));
+            let why = match records::ended(&files, steps, loader) {
+                Some(why) => format!("{why} ({})", exited(status, &self.plan)),
+                None => exited(status, &self.plan),
+            };
+            return Err(partial(format!("the window did not complete: {why}")));
         };
         if let Some(a) = done["accelerator"].as_str() {
             *self.accelerator.lock().unwrap_or_else(|e| e.into_inner()) = Some(a.to_string());
@@ -247,7 +274,7 @@ fn exited(status: ExitStatus, plan: &JobPlan) -> String {
 /// Why no window opened: the script failed first, never iterated a
 /// DataLoader, or is not a Python that loads the instrumentation.
 fn never_measured(files: &[records::ProcFile], status: ExitStatus, plan: &JobPlan) -> String {
-    if let Some(why) = records::ended(files) {
+    if let Some(why) = records::ended(files, plan.steps, plan.loader) {
         return format!("{why} ({})", exited(status, plan));
     }
     if files.is_empty() {

@@ -1,0 +1,497 @@
+//! `stallscope job` when the script goes wrong (issue 19, item 8), each
+//! fault through the real command on a real training script
+//! (fixtures/job/faults/, plain PyTorch from the peers venv): the exit
+//! status, a valid bundle, one clear message that names the fault and what
+//! was expected, and what was measured before the fault kept. Also
+//! Lightning's `Trainer`, measured and swept like any script.
+//!
+//! The script failing before its first step is
+//! `a_script_that_fails_first_is_one_clear_failure` in job.rs.
+//!
+//! Runtimes (2 loaded cores, load 8; a Python process with torch takes
+//! about 6 s to start, with Lightning about 10 s) are on each test.
+
+#[allow(dead_code)]
+mod util;
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use stallscope_bundle::{Bundle, Configuration, Failure, ParamValue, TimingMode};
+use util::*;
+
+fn python() -> PathBuf {
+    let python = std::env::var_os("STALLSCOPE_PYTHON")
+        .map(PathBuf::from)
+        .or_else(stallscope_peers::python::cached_python)
+        .expect("a place for the peers' Python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `cargo xtask setup --peers`",
+        python.display()
+    );
+    python
+}
+
+fn fixture(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/job")
+        .join(name);
+    p.to_str().unwrap().to_string()
+}
+
+/// `stallscope job OPTIONS --out OUT -- python SCRIPT ARGS` (one repeat).
+fn job(out: &Path, options: &[&str], script: &str, args: &[&str]) -> Command {
+    let mut c = stallscope();
+    c.args(["job", "--repeats", "1"])
+        .args(options)
+        .arg("--out")
+        .arg(out)
+        .arg("--")
+        .arg(python())
+        .arg(fixture(script))
+        .args(args)
+        .env("OMP_NUM_THREADS", "1");
+    c
+}
+
+/// The only configuration of the job experiment.
+fn only(b: &Bundle) -> &Configuration {
+    let e = b.experiment("job").expect("the job experiment");
+    assert_eq!(e.configurations.len(), 1);
+    &e.configurations[0]
+}
+
+/// The failure's message (every kind the job records carries one).
+fn message(c: &Configuration) -> String {
+    match c.failure.as_ref().expect("a failure") {
+        Failure::Error { message }
+        | Failure::Interrupted { message }
+        | Failure::Panic { message }
+        | Failure::WorkerError { message, .. } => message.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The whole-run steps of the configuration's run, if it kept one.
+fn whole_run_steps(c: &Configuration) -> Option<u64> {
+    c.runs
+        .iter()
+        .find(|r| r.timing_mode == TimingMode::WholeRun)
+        .and_then(|r| r.whole_run.as_ref())
+        .and_then(|w| w.steps)
+}
+
+/// The processes of the script whose command line holds `marker` (this
+/// test's own folder): the runner itself and zombies left out.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let runner = cmdline.starts_with(&format!("{} ", env!("CARGO_BIN_EXE_stallscope")));
+        if cmdline.contains(marker) && !runner {
+            found.push(format!("{name}: {cmdline}"));
+        }
+    }
+    found
+}
+
+/// Wait (at most 10 s) until no process holds `marker`; the ones left.
+fn leftovers(marker: &str) -> Vec<String> {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = processes_with(marker);
+        if left.is_empty() || Instant::now() > until {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(o.status.code(), Some(code), "{}", text(o));
+}
+
+/// Mid-window exception (ValueError at batch 10: 3 warm-up batches, 7 window
+/// steps done of 20): exit 1, the exception, its traceback's last line, the
+/// steps done of those asked and the script's exit status in the message,
+/// and the 7 steps measured kept as a partial run. About 15 s.
+#[test]
+fn a_script_that_fails_mid_window_keeps_its_steps() {
+    let dir = temp_dir("job-mid-window");
+    let out = dir.path().join("out");
+    let o = job(
+        &out,
+        &["--steps", "20", "--warmup", "3"],
+        "faults/fails_mid_window.py",
+        &["--fail-at", "10"],
+    )
+    .output()
+    .unwrap();
+    assert_exit(&o, 1);
+    // The script's own traceback still reached the terminal.
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("ValueError: batch 10 holds a corrupt record"),
+        "{}",
+        text(&o)
+    );
+    let b = valid_bundle(&out.join("bundle.json"));
+    let c = only(&b);
+    let m = message(c);
+    assert!(
+        m.contains("ValueError: batch 10 holds a corrupt record"),
+        "{m}"
+    );
+    assert!(m.contains("7 of 20"), "the steps done of those asked: {m}");
+    assert!(m.contains("exit status 1"), "{m}");
+    // Nothing measured lost: the window's 7 steps before the exception.
+    assert_eq!(whole_run_steps(c), Some(7), "{:?}", c.runs);
+}
+
+/// One epoch of 10 batches, 3 of them warm-up, 20 steps asked: the script
+/// ends normally (exit 0) after 7. Exit 1, "7 of 20" in the message, and the
+/// 7 steps kept. About 15 s.
+#[test]
+fn a_script_that_ends_with_fewer_steps_than_asked_says_how_many() {
+    let dir = temp_dir("job-short");
+    let out = dir.path().join("out");
+    let o = job(
+        &out,
+        &["--steps", "20", "--warmup", "3"],
+        "faults/short_epoch.py",
+        &["--samples", "40"],
+    )
+    .output()
+    .unwrap();
+    assert_exit(&o, 1);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("training done"),
+        "{}",
+        text(&o)
+    );
+    let b = valid_bundle(&out.join("bundle.json"));
+    let c = only(&b);
+    let m = message(c);
+    assert!(m.contains("7 of 20"), "the steps done of those asked: {m}");
+    assert!(m.contains("exit status 0"), "{m}");
+    assert_eq!(whole_run_steps(c), Some(7), "{:?}", c.runs);
+}
+
+/// `sys.exit(3)` and `os._exit(4)` at batch 8 (3 warm-up, 5 steps done of
+/// 20): exit 1; the message names the call, its status and the steps; the
+/// 5 steps kept. About 30 s (two jobs).
+#[test]
+fn a_script_that_calls_sys_exit_or_os_exit_says_so() {
+    for (how, status) in [("sys.exit", "3"), ("os._exit", "4")] {
+        let dir = temp_dir("job-exit");
+        let out = dir.path().join("out");
+        let o = job(
+            &out,
+            &["--steps", "20", "--warmup", "3"],
+            "faults/exits_mid_window.py",
+            &["--how", how, "--at", "8", "--status", status],
+        )
+        .output()
+        .unwrap();
+        assert_exit(&o, 1);
+        let b = valid_bundle(&out.join("bundle.json"));
+        let c = only(&b);
+        let m = message(c);
+        assert!(m.contains(&format!("({how})")), "{how}: {m}");
+        assert!(m.contains(&format!("exit status {status}")), "{how}: {m}");
+        assert!(m.contains("5 of 20"), "{how}: {m}");
+        assert_eq!(whole_run_steps(c), Some(5), "{how}: {:?}", c.runs);
+    }
+}
+
+/// A script that builds its DataLoader and then waits: stopped at
+/// `--timeout 20`, exit 1, the message says the timeout and that the
+/// measured loader was never iterated; no process of it is left. A script
+/// that ends without iterating says so at once. About 35 s.
+#[test]
+fn a_script_that_never_iterates_its_loader_is_stopped_at_the_timeout() {
+    let dir = temp_dir("job-never-iterates");
+    let out = dir.path().join("out");
+    let started = Instant::now();
+    let o = job(
+        &out,
+        &["--steps", "5", "--warmup", "1", "--timeout", "20"],
+        "faults/never_iterates.py",
+        &[],
+    )
+    .output()
+    .unwrap();
+    let took = started.elapsed();
+    assert_exit(&o, 1);
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    let b = valid_bundle(&out.join("bundle.json"));
+    let m = message(only(&b));
+    assert!(m.contains("timeout (20 s)"), "{m}");
+    assert!(m.contains("never iterated"), "{m}");
+    // One unit failed: the diagnostic mode did not run after it.
+    assert!(only(&b).runs.is_empty());
+
+    let out = dir.path().join("out-ends");
+    let o = job(
+        &out,
+        &["--steps", "5", "--warmup", "1", "--timeout", "120"],
+        "faults/never_iterates.py",
+        &["--wait-s", "0"],
+    )
+    .output()
+    .unwrap();
+    assert_exit(&o, 1);
+    let b = valid_bundle(&out.join("bundle.json"));
+    let m = message(only(&b));
+    assert!(m.contains("never iterated"), "{m}");
+    assert!(m.contains("exit status 0"), "{m}");
+}
+
+/// The Dataset hangs at sample 80 (batch 10), read by one worker: 3
+/// warm-up batches, 7 steps, then the loop waits in next() forever. At
+/// `--timeout 30` the process group (the script and its worker) is stopped:
+/// exit 1, the message says the timeout, the steps done and that it waited
+/// in next(); the 7 steps kept; no process of the script left. About 35 s.
+#[test]
+fn a_script_that_hangs_is_stopped_with_its_workers_at_the_timeout() {
+    let dir = temp_dir("job-hangs");
+    let marker = dir.path().to_str().unwrap().to_string();
+    let out = dir.path().join("out");
+    let o = job(
+        &out,
+        &["--steps", "20", "--warmup", "3", "--timeout", "30"],
+        "faults/hangs.py",
+        &["--hang-at", "80", "--workers", "1", "--marker", &marker],
+    )
+    .output()
+    .unwrap();
+    assert_exit(&o, 1);
+    let left = leftovers(&marker);
+    assert!(left.is_empty(), "left running: {left:?}");
+    let b = valid_bundle(&out.join("bundle.json"));
+    let c = only(&b);
+    let m = message(c);
+    assert!(m.contains("timeout (30 s)"), "{m}");
+    assert!(m.contains("waiting in the loader's next()"), "{m}");
+    assert!(m.contains("7 of 20"), "{m}");
+    assert_eq!(whole_run_steps(c), Some(7), "{:?}", c.runs);
+}
+
+/// An IterableDataset, swept to 2 workers: both configurations measured in
+/// both modes (an IterableDataset has no length: nothing needs one), and
+/// with 2 workers the bundle says the stream is duplicated (every worker
+/// runs the whole iterator). About 35 s.
+#[test]
+fn an_iterable_dataset_is_measured_and_its_duplication_under_workers_said() {
+    let dir = temp_dir("job-iterable");
+    let out = dir.path().join("out");
+    let o = job(
+        &out,
+        &["--steps", "10", "--warmup", "2", "--sweep", "num_workers=2"],
+        "faults/iterable.py",
+        &[],
+    )
+    .output()
+    .unwrap();
+    assert_exit(&o, 0);
+    let b = valid_bundle(&out.join("bundle.json"));
+    let e = b.experiment("job").unwrap();
+    assert_eq!(e.configurations.len(), 2);
+    for (c, workers) in e.configurations.iter().zip([0i64, 2]) {
+        assert!(c.failure.is_none(), "{}: {:?}", c.id, c.failure);
+        assert_eq!(
+            c.params.get("actual_num_workers"),
+            Some(&ParamValue::Int(workers))
+        );
+        assert_eq!(whole_run_steps(c), Some(10), "{}", c.id);
+        assert!(
+            c.runs
+                .iter()
+                .any(|r| r.timing_mode == TimingMode::Diagnostic),
+            "{}",
+            c.id
+        );
+    }
+    // The duplication is said where the bundle is read (a configuration's
+    // parameter, or a note), not only in the unit's records.
+    let json = serde_json::to_string(&b).unwrap();
+    assert!(
+        json.contains("IterableDataset") && json.contains("duplicated"),
+        "the bundle does not say the dataset is an IterableDataset duplicated across workers"
+    );
+}
+
+/// Ctrl-C as a terminal sends it (SIGINT to the runner's foreground
+/// process group; the script runs in a group of its own) while the second
+/// configuration (2 workers) runs: exit 130, the first configuration's runs
+/// kept in a valid bundle, the second marked interrupted, and no process of
+/// the script (main or worker) left. About 40 s.
+#[test]
+fn ctrl_c_stops_the_whole_tree_and_keeps_a_partial_bundle() {
+    let dir = temp_dir("job-ctrl-c");
+    let marker = dir.path().to_str().unwrap().to_string();
+    let out = dir.path().join("out");
+    let mut child = job(
+        &out,
+        &["--steps", "6", "--warmup", "1", "--sweep", "num_workers=2"],
+        "faults/slow_loop.py",
+        &["--delay-ms", "50", "--marker", &marker],
+    )
+    .process_group(0)
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
+    .spawn()
+    .unwrap();
+    let stderr = || std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
+    let bundle = out.join("bundle.json");
+    // Until the second configuration's script and a worker of it run (the
+    // first configuration has none). Not `wait_for_a_saved_configuration`:
+    // the bundle saved between a job's units does not validate yet (no
+    // `environment.device`, the script's own value of a swept key missing
+    // until the experiment ends), so it would wait to the end.
+    let second = out.join("units").join("num_workers=2-r0-whole_run");
+    let until = Instant::now() + Duration::from_secs(180);
+    while !second.exists() || processes_with(&marker).len() < 2 {
+        assert!(
+            Instant::now() < until,
+            "the second configuration never started: {}",
+            stderr()
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the job ended first: {}",
+            stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: a signal to the runner's own process group, made above.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}: {}", stderr());
+    let left = leftovers(&marker);
+    assert!(left.is_empty(), "left running: {left:?}");
+    let b = valid_bundle(&bundle);
+    let e = b.experiment("job").unwrap();
+    assert_eq!(e.configurations.len(), 2);
+    let (first, second) = (&e.configurations[0], &e.configurations[1]);
+    assert!(first.failure.is_none(), "{:?}", first.failure);
+    assert_eq!(whole_run_steps(first), Some(6));
+    assert!(
+        matches!(second.failure, Some(Failure::Interrupted { .. })),
+        "{:?}",
+        second.failure
+    );
+}
+
+/// Lightning's `Trainer` (fixtures/job/train_lightning.py, no validation
+/// loader): its training DataLoader is the first iterated, so the default
+/// `--loader 0` (with `--loader 1` the script ends with the measured loader
+/// never iterated). Swept to 2 workers: both modes per configuration, the
+/// DataLoader's settings recorded, `actual_num_workers` the sweep's point,
+/// Lightning re-instantiating the loader notwithstanding. About 70 s.
+#[test]
+fn a_lightning_trainer_is_measured_and_swept() {
+    let dir = temp_dir("job-lightning");
+    let out = dir.path().join("out");
+    let o = job(
+        &out,
+        &[
+            "--steps",
+            "10",
+            "--warmup",
+            "3",
+            "--sweep",
+            "num_workers=0,2",
+        ],
+        "train_lightning.py",
+        &[],
+    )
+    .output()
+    .unwrap();
+    assert_exit(&o, 0);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("fit done"));
+    let b = valid_bundle(&out.join("bundle.json"));
+    let e = b.experiment("job").unwrap();
+    assert_eq!(e.configurations.len(), 3, "the script's own, then 0 and 2");
+    for (c, workers) in e.configurations.iter().zip([0i64, 0, 2]) {
+        assert!(c.failure.is_none(), "{}: {:?}", c.id, c.failure);
+        assert_eq!(
+            c.params.get("actual_num_workers"),
+            Some(&ParamValue::Int(workers)),
+            "{}",
+            c.id
+        );
+        for key in [
+            "actual_batch_size",
+            "actual_pin_memory",
+            "actual_dataset_len",
+        ] {
+            assert!(c.params.contains_key(key), "{}: {key}", c.id);
+        }
+        assert_eq!(
+            c.params.get("actual_batch_size"),
+            Some(&ParamValue::Int(64))
+        );
+        let whole = c
+            .runs
+            .iter()
+            .find(|r| r.timing_mode == TimingMode::WholeRun)
+            .and_then(|r| r.whole_run.as_ref())
+            .unwrap_or_else(|| panic!("{}: no whole-run run", c.id));
+        assert_eq!(
+            (whole.steps, whole.samples),
+            (Some(10), Some(640)),
+            "{}",
+            c.id
+        );
+        let diag = c
+            .runs
+            .iter()
+            .find(|r| r.timing_mode == TimingMode::Diagnostic)
+            .and_then(|r| r.steps.as_ref())
+            .unwrap_or_else(|| panic!("{}: no diagnostic run", c.id));
+        assert_eq!(diag.next_wait_ns.len(), 10, "{}", c.id);
+    }
+}
+
+/// Lightning with a validation loader: the sanity check iterates it first
+/// (iteration index 0, batches of 32), so `--loader 1` measures training
+/// (batches of 64). About 40 s.
+#[test]
+fn a_lightning_trainer_with_validation_is_measured_with_loader_1() {
+    let dir = temp_dir("job-lightning-val");
+    let out = dir.path().join("out");
+    let o = job(
+        &out,
+        &["--steps", "8", "--warmup", "2", "--loader", "1"],
+        "train_lightning_val.py",
+        &[],
+    )
+    .output()
+    .unwrap();
+    assert_exit(&o, 0);
+    let b = valid_bundle(&out.join("bundle.json"));
+    let c = only(&b);
+    assert!(c.failure.is_none(), "{:?}", c.failure);
+    assert_eq!(
+        c.params.get("actual_batch_size"),
+        Some(&ParamValue::Int(64)),
+        "the training loader"
+    );
+    let whole = c
+        .runs
+        .iter()
+        .find(|r| r.timing_mode == TimingMode::WholeRun)
+        .and_then(|r| r.whole_run.as_ref())
+        .unwrap();
+    assert_eq!((whole.steps, whole.samples), (Some(8), Some(8 * 64)));
+}
