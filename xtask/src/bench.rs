@@ -1,11 +1,11 @@
 //! `cargo xtask bench NAME` and `cargo xtask schema`: dispatch to the benches and the schema test.
 use crate::cmd::cargo;
-use crate::{bench_compute, bench_image_cnn, bench_peers, bench_ranks, web};
+use crate::{bench_compute, bench_image_cnn, bench_job, bench_peers, bench_ranks, web};
 use anyhow::{Result, bail};
 use std::path::Path;
 
 /// Benchmarks by name and what each measures.
-pub(crate) const BENCHES: [(&str, &str); 9] = [
+pub(crate) const BENCHES: [(&str, &str); 10] = [
     (
         "overhead",
         "the runner's timing overhead, and the timeline sampler's on vs off (--bench overhead)",
@@ -33,6 +33,10 @@ pub(crate) const BENCHES: [(&str, &str); 9] = [
     (
         "decode",
         "reading a 1,024-rank merged bundle: typed decode vs located decode, and validation",
+    ),
+    (
+        "job-overhead",
+        "stallscope job's whole-run instrumentation vs the same script plain, interleaved pairs",
     ),
     ("viewer", "the viewer in a real browser"),
     (
@@ -69,6 +73,7 @@ pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
         "loader-peers" => bench_peers::run(repo),
         "compute-peers" => bench_compute::run(repo),
         "image-cnn" => bench_image_cnn::run(repo, &args[1..]),
+        "job-overhead" => bench_job::run(repo, &args[1..]),
         "viewer" => web::bench(),
         "ranks" => bench_ranks::run(repo, &args[1..]),
         other => bail!(

@@ -3,6 +3,7 @@ mod bench;
 mod bench_compute;
 mod bench_goals;
 mod bench_image_cnn;
+mod bench_job;
 mod bench_peers;
 mod bench_ranks;
 mod cmd;
@@ -29,9 +30,11 @@ const USAGE: &str = "usage: cargo xtask <task>
                       build (as `build`), `stallscope run --preset quickstart --device auto --out out/demo RUN ARGS`,
                       export the site to out/demo/site and serve it (until Ctrl-C)
   bench NAME          run a benchmark: overhead, loader, workers, loader-peers, compute-peers,
-                      image-cnn, viewer or ranks; loader-peers and compute-peers build the release runner
-                      and compare it with the peer engines (PyTorch, SPDL) on the CPU, keeping their
-                      results in fixtures/bench; image-cnn sets it against a baseline (--baseline)
+                      image-cnn, job-overhead, viewer or ranks; loader-peers and compute-peers build the
+                      release runner and compare it with the peer engines (PyTorch, SPDL) on the CPU,
+                      keeping their results in fixtures/bench; image-cnn sets it against a baseline
+                      (--baseline); job-overhead times a script plain and under `stallscope job`
+                      ([--pairs N] [--steps N] [--debug: the debug runner])
   schema              regenerate fixtures/schema/bundle.schema.json from the bundle types";
 
 fn main() -> ExitCode {
