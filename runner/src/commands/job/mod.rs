@@ -177,7 +177,7 @@ fn skeleton(
 
 /// The device the job trained on, as its processes said (`done`'s
 /// `accelerator`), else the CPU.
-fn device(accelerator: Option<&str>) -> stallscope_bundle::DeviceInfo {
+pub(super) fn device(accelerator: Option<&str>) -> stallscope_bundle::DeviceInfo {
     use stallscope_bundle::{DeviceInfo, DeviceKind};
     match accelerator {
         Some(name) => DeviceInfo::new(DeviceKind::Cuda, name),
@@ -232,6 +232,8 @@ fn record_what_ran(e: &mut Experiment, job: &JobExperiment) -> Vec<String> {
                 continue;
             }
             if let Some(v) = loader.as_ref().and_then(|l| grid::param(&l[key.as_str()])) {
+                // Read back by a later unit than the last save's.
+                c.not_applicable.remove(key);
                 c.params.insert(key.clone(), v);
             } else {
                 c.not_applicable.insert(

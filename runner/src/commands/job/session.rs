@@ -23,7 +23,10 @@ pub struct Session<'a> {
 
 impl<'a> Session<'a> {
     /// The session of `bundle`, saved at once to `path`.
-    pub fn new(bundle: Bundle, path: PathBuf, cx: &'a UnitCtx<'a>) -> Self {
+    pub fn new(mut bundle: Bundle, path: PathBuf, cx: &'a UnitCtx<'a>) -> Self {
+        // The CPU until a unit says it trained on an accelerator, so every
+        // bundle saved on the way is valid.
+        bundle.environment.device = Some(super::device(None));
         let s = Session {
             bundle,
             path,
@@ -69,6 +72,7 @@ impl<'a> Session<'a> {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
         {
+            self.bundle.environment.device = Some(super::device(Some(&a)));
             self.accelerator = Some(a);
         }
         match outcome {

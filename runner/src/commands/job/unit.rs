@@ -59,6 +59,12 @@ impl Driven for JobExperiment {
         self.experiment.clone()
     }
 
+    /// After every unit, so the bundle saved then is valid: what the
+    /// script's DataLoader really used, as far as the units have read it.
+    fn arrange(&self, experiment: &mut Experiment) {
+        let _notes = super::record_what_ran(experiment, self);
+    }
+
     fn epochs_per_unit(&self) -> u64 {
         self.modes.len() as u64
     }
