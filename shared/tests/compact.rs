@@ -9,7 +9,7 @@ mod generated;
 
 use generated::*;
 use stallscope_bundle::analysis::*;
-use stallscope_bundle::merge::{Compacted, compact, has_ranked_runs, job_view};
+use stallscope_bundle::merge::{Compacted, compact, compact_on, has_ranked_runs, job_view};
 use stallscope_bundle::sidecar::{
     SidecarError, StageSteps, decode, decode_for, encode, fnv64, hex64,
 };
@@ -259,4 +259,37 @@ fn a_format_1_2_merged_bundle_still_reads_and_is_read_as_its_job() {
     let Compacted { bundle, sidecars } = compact(b);
     assert_eq!(validate(&bundle), vec![]);
     assert_eq!(sidecars.len(), 4);
+}
+
+/// `stallscope merge` compacts on every core: the same bundle and the same
+/// files, in the same order, as on one thread, whatever the configurations
+/// (several, one without ranks among them).
+#[test]
+fn compacting_on_threads_gives_what_one_thread_gives() {
+    let mut g = Gen(0x5EED_0031);
+    for case in 0..12 {
+        let (plan, mut b) = merged(&mut g);
+        let more = g.below(3) as usize;
+        for k in 0..more {
+            let c = Configuration::new(format!("w{}", k + 4), "more workers")
+                .with_param("workers", k as i64 + 4)
+                .with_runs(ranked_runs(&mut g, &plan));
+            b.experiments[0].configurations.push(c);
+        }
+        if g.below(2) == 0 {
+            let mut lone = Configuration::new("one", "one process");
+            lone.runs = ranked_runs(&mut g, &plan);
+            lone.runs.iter_mut().for_each(|r| r.rank = None);
+            b.experiments[0].configurations.insert(0, lone);
+        }
+        let one = compact(b.clone());
+        for threads in [2, 3, 16] {
+            let many = compact_on(b.clone(), threads);
+            assert!(many.bundle == one.bundle, "case {case}, {threads} threads");
+            assert_eq!(
+                many.sidecars, one.sidecars,
+                "case {case}, {threads} threads"
+            );
+        }
+    }
 }
