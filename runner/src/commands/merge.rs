@@ -1,16 +1,16 @@
 //! `stallscope merge DIR`: read every per-rank bundle (`*.rank-R.json`) of a
-//! folder, in parallel threads, and write the one merged bundle
-//! (`stallscope_bundle::merge`) to `DIR/bundle.merged.json` or `--out`,
-//! without indentation, in format 1.3's shape (`merge::compact`): the job's
-//! runs and the ranks' summary column-wise in the bundle, every rank's
-//! per-step series in sidecar files (`*.ssrs`) beside it, each written
-//! atomically before the bundle that names them.
-
+//! folder and write the one merged bundle (`stallscope_bundle::merge`) to
+//! `DIR/bundle.merged.json` or `--out`, without indentation, in format 1.3's
+//! shape (`merge::compact_on`): the job's runs and the ranks' summary
+//! column-wise in the bundle, every rank's per-step series in sidecar files
+//! (`*.ssrs`) beside it, each written atomically before the bundle that
+//! names them. Reading, compacting and writing the sidecars each run on
+//! every core (16,384 ranks: see docs/ranks.md).
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use stallscope_bundle::merge::{Compacted, compact};
+use stallscope_bundle::merge::{Compacted, compact_on};
 use stallscope_bundle::{Bundle, RunState};
 
 use crate::cli::MergeArgs;
@@ -41,34 +41,49 @@ pub fn rank_files(dir: &Path) -> anyhow::Result<Vec<(u32, PathBuf)>> {
     Ok(files)
 }
 
-/// Read the files on up to one thread per core; the first error (in file
-/// order) names its file.
-fn read_all(files: &[(u32, PathBuf)]) -> anyhow::Result<Vec<Bundle>> {
-    let threads = std::thread::available_parallelism()
+/// The threads `merge` works on: one per core, at most 16.
+fn threads() -> usize {
+    std::thread::available_parallelism()
         .map_or(4, |n| n.get())
-        .min(16);
-    let chunk = files.len().div_ceil(threads).max(1);
-    let results: Vec<Vec<Result<Bundle, String>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = files
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .map(|(_, p)| bundle_file::read(p).map_err(|e| e.paragraphs().join("\n")))
-                        .collect()
+        .min(16)
+}
+
+/// `work` of every item on [`threads`] threads, each taking the next item
+/// not yet taken (a thread the machine slows holds up no share of the
+/// others'); the results in the items' order.
+fn on_threads<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads().min(items.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break mine };
+                        mine.push((i, work(item)));
+                    }
                 })
             })
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().expect("a reading thread panicked"))
+            .flat_map(|h| h.join().expect("a merging thread panicked"))
             .collect()
     });
-    results
-        .into_iter()
-        .flatten()
-        .map(|r| r.map_err(anyhow::Error::msg))
-        .collect()
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Read the files in parallel; the first error (in file order) names its
+/// file.
+fn read_all(files: &[(u32, PathBuf)]) -> anyhow::Result<Vec<Bundle>> {
+    on_threads(files, |(_, p)| {
+        bundle_file::read(p).map_err(|e| anyhow::Error::msg(e.paragraphs().join("\n")))
+    })
+    .into_iter()
+    .collect()
 }
 
 /// Write `bytes` to `path` through a temporary file in its folder, synced
@@ -87,6 +102,23 @@ fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)
+}
+
+/// The sidecars (in parallel), then the bundle: the bundle never names a
+/// file not written yet.
+fn write_out(out: &Path, merged: &Bundle, sidecars: &[(String, Vec<u8>)]) -> anyhow::Result<()> {
+    let folder = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    on_threads(sidecars, |(name, bytes)| {
+        let path = folder.join(name);
+        write_bytes_atomic(&path, bytes).with_context(|| format!("writing {}", path.display()))
+    })
+    .into_iter()
+    .collect::<anyhow::Result<Vec<()>>>()?;
+    write_atomic_compact(out, merged).with_context(|| format!("writing {}", out.display()))
 }
 
 pub fn run(args: &MergeArgs) -> anyhow::Result<ExitCode> {
@@ -124,20 +156,9 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitCode> {
     let Compacted {
         bundle: merged,
         sidecars,
-    } = compact(merged);
-    // The sidecars first: the bundle never names a file not written yet.
-    let folder = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
-    let mut sidecar_bytes = 0u64;
-    for (name, bytes) in &sidecars {
-        let path = folder.join(name);
-        write_bytes_atomic(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
-        sidecar_bytes += bytes.len() as u64;
-    }
-    write_atomic_compact(&out, &merged).with_context(|| format!("writing {}", out.display()))?;
+    } = compact_on(merged, threads());
+    write_out(&out, &merged, &sidecars)?;
+    let sidecar_bytes: u64 = sidecars.iter().map(|(_, b)| b.len() as u64).sum();
     let state = match merged.status.state {
         RunState::Complete => "complete",
         _ => "partial",
