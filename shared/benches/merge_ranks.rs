@@ -1,17 +1,18 @@
 //! What `stallscope merge` costs at many ranks, its file reading aside: a
 //! generated job of WORLD ranks (one configuration, a cold and a steady
 //! epoch each timed both ways, diagnostic runs of 300 steps with comm, one
-//! rank slowed in its loader), each rank's bundle as indented JSON bytes as
-//! the ranks write them; then, timed: reading them (`read_bundle`, on two
-//! threads as the command does), `merge::merge`, `merge::compact` (the
-//! rank analysis, the job runs, the sidecars encoded), the merged bundle
-//! written as compact JSON, and the viewer's first work on it (reading the
-//! bundle, decoding the comm sidecar). Prints sizes and whether the
-//! straggler table names the slowed rank first.
+//! rank slowed in its loader), each rank's bundle as JSON bytes as the ranks
+//! write them (one line; `--indented` as runners before issue 20 wrote
+//! them); then, timed: reading them (`read_bundle`, on a thread per core as
+//! the command does), `merge::merge`, `merge::compact_on` (the rank
+//! analysis, the job runs, the sidecars encoded, on a thread per core), the
+//! merged bundle written as compact JSON, and the viewer's first work on it
+//! (reading the bundle, decoding the comm sidecar). Prints sizes and
+//! whether the straggler table names the slowed rank first.
 //!
 //! `cargo bench -p stallscope-bundle --bench merge_ranks -- [WORLD] [STEPS]
-//! [--out DIR]` (default 1,024 ranks of 300 steps; `--out` also writes the
-//! merged bundle and its sidecars into DIR, for the viewer).
+//! [--indented] [--out DIR]` (default 1,024 ranks of 300 steps; `--out` also
+//! writes the merged bundle and its sidecars into DIR, for the viewer).
 
 #[path = "../tests/generated/mod.rs"]
 mod generated;
@@ -20,7 +21,7 @@ use std::time::Instant;
 
 use generated::{Gen, Plan, Slow, layout, merged_bundle, ranked_runs};
 use stallscope_bundle::analysis::{job_runs, rank_analysis_in};
-use stallscope_bundle::merge::{Compacted, compact, merge};
+use stallscope_bundle::merge::{Compacted, compact_on, merge};
 use stallscope_bundle::sidecar::decode_for;
 use stallscope_bundle::{Bundle, Configuration, Run, read_bundle};
 
@@ -50,8 +51,16 @@ fn write_out(dir: &std::path::Path, json: &[u8], sidecars: &[(String, Vec<u8>)])
     println!("  written to {}", dir.display());
 }
 
-/// Every rank's bundle, as indented JSON.
-fn rank_files(world: u32, steps: usize, slow: u32) -> Vec<Vec<u8>> {
+fn flag(name: &str) -> bool {
+    std::env::args().any(|a| a == name)
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// Every rank's bundle, as JSON: one line, or indented.
+fn rank_files(world: u32, steps: usize, slow: u32, indented: bool) -> Vec<Vec<u8>> {
     let mut g = Gen(0x5EED_1638);
     let plan = Plan {
         ranks: world,
@@ -76,21 +85,30 @@ fn rank_files(world: u32, steps: usize, slow: u32) -> Vec<Vec<u8>> {
             b.ranks.clear();
             b.id = "bench".into();
             b.environment.rank = Some(layout(k as u32, world));
-            b.to_json_pretty().into_bytes()
+            if indented {
+                b.to_json_pretty().into_bytes()
+            } else {
+                serde_json::to_vec(&b).expect("a bundle serializes")
+            }
         })
         .collect()
 }
 
+/// `read_bundle` of every file on a thread per core, each taking the next
+/// file not yet taken, as `stallscope merge` reads them.
 fn read_all(files: &[Vec<u8>]) -> Vec<Bundle> {
-    let half = files.len().div_ceil(2).max(1);
-    std::thread::scope(|s| {
-        let parts: Vec<_> = files
-            .chunks(half)
-            .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .map(|f| read_bundle(f).expect("a generated bundle reads"))
-                        .collect::<Vec<_>>()
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let mut read: Vec<(usize, Bundle)> = std::thread::scope(|s| {
+        let parts: Vec<_> = (0..cores())
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(f) = files.get(i) else { break mine };
+                        mine.push((i, read_bundle(f).expect("a generated bundle reads")));
+                    }
                 })
             })
             .collect();
@@ -98,7 +116,9 @@ fn read_all(files: &[Vec<u8>]) -> Vec<Bundle> {
             .into_iter()
             .flat_map(|h| h.join().expect("a reading thread"))
             .collect()
-    })
+    });
+    read.sort_by_key(|(i, _)| *i);
+    read.into_iter().map(|(_, b)| b).collect()
 }
 
 fn secs(t: Instant) -> f64 {
@@ -110,11 +130,13 @@ fn main() {
     let steps = arg(1, 300) as usize;
     let slow = world * 2 / 3;
     let t = Instant::now();
-    let files = rank_files(world, steps, slow);
+    let indented = flag("--indented");
+    let files = rank_files(world, steps, slow, indented);
     let bytes: usize = files.iter().map(Vec::len).sum();
     println!(
-        "merge_ranks: {world} rank bundles of {steps} steps, {:.1} MB of indented JSON, made in {:.1} s",
+        "merge_ranks: {world} rank bundles of {steps} steps, {:.1} MB of {} JSON, made in {:.1} s",
         bytes as f64 / 1e6,
+        if indented { "indented" } else { "one-line" },
         secs(t)
     );
     let t0 = Instant::now();
@@ -133,7 +155,7 @@ fn main() {
     let jobs = secs(t);
     println!("  of compact: the rank analysis {analysis:.2} s, the job runs {jobs:.2} s");
     let t = Instant::now();
-    let Compacted { bundle, sidecars } = compact(merged);
+    let Compacted { bundle, sidecars } = compact_on(merged, cores());
     let compacting = secs(t);
     let t = Instant::now();
     let json = serde_json::to_vec(&bundle).expect("a bundle serializes");
@@ -141,7 +163,9 @@ fn main() {
     let total = secs(t0);
     let side: usize = sidecars.iter().map(|s| s.1.len()).sum();
     println!(
-        "  read (read_bundle, 2 threads) {read:.2} s, merge {merging:.2} s, compact {compacting:.2} s, JSON {writing:.2} s: {total:.2} s in all"
+        "  read (read_bundle, {n} threads) {read:.2} s, merge {merging:.2} s, compact ({n} threads) \
+         {compacting:.2} s, JSON {writing:.2} s: {total:.2} s in all",
+        n = cores()
     );
     println!(
         "  merged bundle {:.2} MB (format {}), {} sidecar files {:.1} MB",

@@ -1,39 +1,40 @@
-//! `cargo xtask bench ranks [WORLD]`: a site of many rank bundles stays
+//! `cargo xtask bench ranks [WORLD]`: a job of many ranks merges and opens
 //! fast. It generates WORLD (default 1,024; 16,384 for the largest jobs)
 //! per-rank bundles (a loader experiment of three configurations, each rank
-//! with a whole-run epoch and a diagnostic one of a few hundred steps with
-//! comm; `xtask/src/web/rank_bundles.rs`), times the release runner's
-//! `stallscope merge DIR` (format 1.3: the job's figures and the ranks'
-//! columns in the bundle, every rank's steps in `*.ssrs` sidecars) beside
-//! reading the same files' bytes, exports a site of the merged bundle with
-//! its sidecars and times, in headless Chromium, navigation → the merged
-//! bundle's summary rendered and → the per-rank view drawn (its sidecar
-//! fetched), beside the browser's own `JSON.parse` of the same file; then
-//! finds the slowed rank with the rank search. Medians of 3 or more;
-//! targets printed met / NOT met, the 1,024-rank figures held to the ones
-//! before format 1.3; the printed report is saved in
-//! `fixtures/bench/ranks.txt` (1,024) or `fixtures/bench/ranks-WORLD.txt`.
-//! The per-rank bundles are written indented, as the runner writes them.
+//! with a whole-run epoch and a diagnostic one of 300 steps with comm;
+//! `xtask/src/web/rank_bundles.rs`) written as a rank's `stallscope run`
+//! writes them (one line), times the release runner's `stallscope merge
+//! DIR` (wall and CPU) beside reading the same files' bytes, checks that the
+//! merged bundle validates and that its sidecars decode against it, then
+//! times, in headless Chromium, the summary and the per-rank view
+//! (`bench_ranks/viewer.rs`) and looks for the slowed rank. Last, the same
+//! bundles indented, as runners before issue 20 wrote them, merged once.
+//! Medians of 3; targets printed met / NOT met, with the machine's load
+//! average (the figures are only as quiet as the machine). A 1,024-rank run
+//! is held to the figures `fixtures/bench/ranks.txt` held before it; the
+//! report is saved in `fixtures/bench/ranks.txt` (1,024) or
+//! `fixtures/bench/ranks-WORLD.txt`.
+mod viewer;
+
 use crate::bench_goals::{Spread, verdict};
 use crate::cmd::Cmd;
-use crate::web::rank_bundles::{EXPERIMENT, RankSpec, merged_id};
-use crate::web::{Server, export_site};
-use anyhow::{Context, Result, ensure};
-use serde_json::json;
-use stallscope_e2e::webdriver::Browser;
+use crate::web::rank_bundles::{RankSpec, per_rank_bundles};
+use anyhow::{Context, Result, bail, ensure};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 const STEPS: usize = 300;
-const ID: &str = "bench-ranks";
+pub(crate) const ID: &str = "bench-ranks";
 const REPEATS: usize = 3;
 const MERGE_TARGET_S: f64 = 10.0;
-const SUMMARY_TARGET_MS: f64 = 2000.0;
-const RANKS_TARGET_MS: f64 = 3000.0;
 /// The 1,024-rank figures before format 1.3 (fixtures/bench/ranks.txt of
-/// issue 11): merge, summary, per-rank view; a 1,024-rank run must not be
-/// slower.
+/// issue 11): merge s, summary ms, per-rank view ms; used when that file
+/// holds none.
 const BEFORE_1024: (f64, f64, f64) = (0.89, 908.0, 1026.0);
+/// The labels of the figures a later run compares with (kept as they were).
+const MERGE_LABEL: &str = "stallscope merge DIR:";
+const SUMMARY_LABEL: &str = "summary (bundle page, ranks listed):";
+const RANKS_LABEL: &str = "per-rank view (heat map, stragglers):";
 
 /// The spec of a bench of `world` ranks: rank 700 of 1,024 slowed, the same
 /// place in a larger world.
@@ -54,7 +55,7 @@ fn report_path(world: u32) -> String {
 }
 
 /// The report: printed as it goes, saved at the end.
-struct Out(Vec<String>);
+pub(crate) struct Out(Vec<String>);
 
 impl Out {
     fn line(&mut self, s: impl Into<String>) {
@@ -80,6 +81,47 @@ fn spread(label: &str, unit: &str, d: usize, v: &[f64]) -> Result<String> {
     ))
 }
 
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The 1-minute load average (/proc/loadavg).
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// CPU seconds (user + system) of this process's waited-for children
+/// (/proc/self/stat's cutime and cstime, in USER_HZ = 100 ticks).
+fn children_cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    (f.get(13).unwrap_or(&0.0) + f.get(14).unwrap_or(&0.0)) / 100.0
+}
+
+/// What the bench needs, checked before anything long starts: Chromium and
+/// chromedriver, and libtorch for the release runner.
+fn prerequisites(repo: &Path) -> Result<()> {
+    if let Some(why) = stallscope_e2e::webdriver::missing() {
+        bail!("bench ranks opens the merged bundle in headless Chromium: {why}");
+    }
+    let libtorch =
+        std::env::var_os("LIBTORCH").map_or_else(|| repo.join(".libtorch"), PathBuf::from);
+    ensure!(
+        libtorch.join("lib").is_dir(),
+        "bench ranks times the release runner, which links libtorch, and {} has none: run \
+         `cargo xtask setup` (it installs libtorch, the wasm toolchain and Chromium)",
+        libtorch.display()
+    );
+    Ok(())
+}
+
 pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
     let world: u32 = match args.first() {
         Some(a) => a
@@ -89,56 +131,102 @@ pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
             .with_context(|| format!("{a}: expected a number of ranks, 2 to 65536"))?,
         None => 1024,
     };
+    prerequisites(repo)?;
+    let before = (world == 1024).then(|| before_1024(repo));
     let spec = spec(world);
-    let dist = crate::web::build_dist(repo)?;
-    let runner = crate::demo::release_runner(repo, Some(&dist))?;
+    let dist = crate::web::build_dist(repo)
+        .context("building the viewer (`cargo xtask setup` installs the wasm toolchain)")?;
+    let runner = crate::demo::release_runner(repo, Some(&dist))
+        .context("building the release runner (`cargo xtask setup` installs libtorch)")?;
     let mut out = Out(Vec::new());
+    let date = Cmd::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .read()?;
+    out.line(format!(
+        "bench ranks: {world} ranks; {}, {} cores, load average {} at the start",
+        date.trim(),
+        cores(),
+        load()
+    ));
     let work = tempfile::Builder::new()
         .prefix("stallscope-bench-ranks-")
         .tempdir()?;
     let dir = work.path().join("ranks");
-    std::fs::create_dir_all(&dir)?;
-    let t = Instant::now();
-    let mut files = Vec::new();
-    let mut bytes = 0u64;
-    for (r, b) in crate::web::rank_bundles::per_rank_bundles(&spec, ID).enumerate() {
-        let path = dir.join(format!("bundle.rank-{r}.json"));
-        // Indented, as every rank's `stallscope run` writes its bundle.
-        let text = b.to_json_pretty().into_bytes();
-        bytes += text.len() as u64;
-        std::fs::write(&path, text)?;
-        files.push(path);
-    }
-    out.line(format!(
-        "bench ranks: {} generated per-rank bundles, {} in all, written in {:.1} s",
-        files.len(),
-        mb(bytes),
-        t.elapsed().as_secs_f64()
-    ));
-    out.line(format!(
-        "  each: 3 configurations × (whole-run + diagnostic of {} steps with comm), rank {} slowed",
-        spec.steps, spec.slow_rank
-    ));
+    let files = generate(&mut out, &spec, &dir, false)?;
     let merged = work.path().join("merged/merged.json");
     let merge_s = merge_half(&mut out, &runner, &spec, &dir, &files, &merged)?;
-    let merged = loadable(&mut out, work.path(), &merged)?;
-    let (summary, ranks) = viewer_half(&mut out, &runner, &spec, work.path(), &merged)?;
-    if world == 1024 {
-        let (m, s, r) = BEFORE_1024;
-        out.line(format!(
-            "  target: no worse than before format 1.3 ({m:.2} s merge, {s:.0} ms summary, \
-             {r:.0} ms per-rank view): {}",
-            verdict(merge_s <= m * 1.1 && summary <= s * 1.1 && ranks <= r * 1.1)
-        ));
+    let valid = check_merged(&mut out, &runner, &merged)?;
+    let v = viewer::run(&mut out, &runner, &spec, work.path(), &merged)?;
+    older_runners(&mut out, &runner, &spec, &dir, &merged)?;
+    if let Some(before) = before {
+        compare_1024(&mut out, before, (merge_s, v.summary_ms, v.ranks_ms));
     }
+    out.line(format!("load average {} at the end", load()));
     let report = repo.join(report_path(world));
     std::fs::write(&report, out.0.join("\n") + "\n")
         .with_context(|| format!("cannot write {}", report.display()))?;
     println!("saved in {}", report.display());
+    ensure!(
+        valid,
+        "the merged bundle or its sidecars did not check (above)"
+    );
+    ensure!(v.named_first, "the slowed rank was not named first (above)");
     Ok(())
 }
 
-/// `stallscope merge DIR --out FILE`, timed, beside reading the files' bytes.
+/// Write every rank's bundle into `dir`: one line as `stallscope run` writes
+/// a rank's bundle now, or indented as runners before issue 20 did.
+fn generate(out: &mut Out, spec: &RankSpec, dir: &Path, indented: bool) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let t = Instant::now();
+    let mut files = Vec::new();
+    let mut bytes = 0u64;
+    for (r, b) in per_rank_bundles(spec, ID).enumerate() {
+        let path = dir.join(format!("bundle.rank-{r}.json"));
+        let mut text = if indented {
+            b.to_json_pretty().into_bytes()
+        } else {
+            serde_json::to_vec(&b)?
+        };
+        text.push(b'\n');
+        bytes += text.len() as u64;
+        std::fs::write(&path, text)?;
+        files.push(path);
+    }
+    let how = if indented {
+        "indented"
+    } else {
+        "one line each, as a rank writes it"
+    };
+    out.line(format!(
+        "  {} generated per-rank bundles ({how}): {}, written in {:.1} s",
+        files.len(),
+        mb(bytes),
+        t.elapsed().as_secs_f64()
+    ));
+    if !indented {
+        out.line(format!(
+            "  each: 3 configurations × (whole-run + diagnostic of {} steps with comm), rank {} slowed",
+            spec.steps, spec.slow_rank
+        ));
+    }
+    Ok(files)
+}
+
+/// One `stallscope merge DIR --out FILE`: (wall s, CPU s of the command).
+fn merge_once(runner: &Path, dir: &Path, merged: &Path) -> Result<(f64, f64)> {
+    let (t, cpu) = (Instant::now(), children_cpu_s());
+    Cmd::new(runner)
+        .arg("merge")
+        .arg(dir)
+        .arg("--out")
+        .arg(merged)
+        .read()
+        .context("stallscope merge failed")?;
+    Ok((t.elapsed().as_secs_f64(), children_cpu_s() - cpu))
+}
+
+/// `stallscope merge`, timed, beside reading the files' bytes.
 fn merge_half(
     out: &mut Out,
     runner: &Path,
@@ -147,8 +235,7 @@ fn merge_half(
     files: &[PathBuf],
     merged: &Path,
 ) -> Result<f64> {
-    let mut read = Vec::new();
-    let mut merge = Vec::new();
+    let (mut read, mut wall, mut cpu) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..REPEATS {
         let t = Instant::now();
         let mut n = 0usize;
@@ -157,28 +244,27 @@ fn merge_half(
         }
         std::hint::black_box(n);
         read.push(t.elapsed().as_secs_f64());
-        let t = Instant::now();
-        Cmd::new(runner)
-            .arg("merge")
-            .arg(dir)
-            .arg("--out")
-            .arg(merged)
-            .read()
-            .context("stallscope merge failed")?;
-        merge.push(t.elapsed().as_secs_f64());
+        let (w, c) = merge_once(runner, dir, merged)?;
+        wall.push(w);
+        cpu.push(c);
     }
     let size = std::fs::metadata(merged)?.len();
-    let sidecars: Vec<u64> = sidecars_of(merged)?
+    let sidecars = sidecars_of(merged)?;
+    let sidecar_bytes = sidecars
         .iter()
-        .map(|p| std::fs::metadata(p).map(|m| m.len()))
-        .collect::<std::io::Result<_>>()?;
+        .map(|p| std::fs::metadata(p).map(|m| m.len()));
+    let sidecar_bytes: u64 = sidecar_bytes
+        .collect::<std::io::Result<Vec<u64>>>()?
+        .iter()
+        .sum();
     out.line(format!(
         "\nmerge (release runner, {} cores), {REPEATS} runs each:",
         cores()
     ));
+    out.line(format!("  {}", spread(MERGE_LABEL, "s", 2, &wall)?));
     out.line(format!(
         "  {}",
-        spread("stallscope merge DIR:", "s", 2, &merge)?
+        spread("its CPU time (user + system):", "s", 1, &cpu)?
     ));
     out.line(format!(
         "  {}",
@@ -188,9 +274,9 @@ fn merge_half(
         "  merged bundle: {} (format 1.3); {} sidecar files beside it, {}",
         mb(size),
         sidecars.len(),
-        mb(sidecars.iter().sum())
+        mb(sidecar_bytes)
     ));
-    let m = Spread::of(&merge)?.median;
+    let m = Spread::of(&wall)?.median;
     out.line(format!(
         "  target: merge of {} ranks under {MERGE_TARGET_S:.0} s: {}",
         spec.world,
@@ -210,188 +296,104 @@ fn sidecars_of(merged: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// The merged bundle when the viewer can load it; else, saying so, the same
-/// bundle re-written without indentation (the viewer half then measures
-/// what a compact merge would give it).
-fn loadable(out: &mut Out, work: &Path, merged: &Path) -> Result<PathBuf> {
-    let size = std::fs::metadata(merged)?.len();
+/// `stallscope validate` of the merged bundle, its size against the
+/// viewer's limit, and every sidecar it names decoded against its record.
+fn check_merged(out: &mut Out, runner: &Path, merged: &Path) -> Result<bool> {
+    let validate = Cmd::new(runner).arg("validate").arg(merged).read();
     let limit = stallscope_bundle::MAX_BUNDLE_BYTES as u64;
+    let size = std::fs::metadata(merged)?.len();
+    let bundle = stallscope_bundle::read_bundle(&std::fs::read(merged)?);
+    let (mut named, mut bad) = (0, Vec::new());
+    if let Ok(b) = &bundle {
+        let folder = merged.parent().context("the merged bundle has no folder")?;
+        let records = b.experiments.iter().flat_map(|e| &e.configurations);
+        for record in records.flat_map(|c| c.ranks.iter().flat_map(|r| &r.sidecars)) {
+            named += 1;
+            let bytes = std::fs::read(folder.join(&record.file)).unwrap_or_default();
+            if let Err(e) = stallscope_bundle::sidecar::decode_for(&bytes, record, &b.id) {
+                bad.push(format!("{}: {e}", record.file));
+            }
+        }
+    }
+    let valid = validate.is_ok() && bundle.is_ok() && bad.is_empty();
+    out.line(format!(
+        "  target: the merged bundle validates (stallscope validate) and its {named} sidecars \
+         decode against it: {}",
+        verdict(valid)
+    ));
+    for problem in validate
+        .err()
+        .map(|e| format!("{e:#}"))
+        .into_iter()
+        .chain(bad)
+    {
+        out.line(format!("    {problem}"));
+    }
     out.line(format!(
         "  target: merged bundle within the viewer's limit of {}: {}",
         mb(limit),
         verdict(size <= limit)
     ));
-    if size <= limit {
-        return Ok(merged.to_path_buf());
-    }
-    let text = std::fs::read(merged)?;
-    let bundle: stallscope_bundle::Bundle = serde_json::from_slice(&text)
-        .with_context(|| format!("{} is not a bundle", merged.display()))?;
-    let compact = work.join("merged-compact.json");
-    let text = serde_json::to_vec(&bundle)?;
-    out.line(format!(
-        "  merge writes indented JSON; without indentation the bundle is {}{}",
-        mb(text.len() as u64),
-        if text.len() as u64 <= limit {
-            ": the viewer half uses that"
-        } else {
-            ", still over the limit"
-        }
-    ));
-    ensure!(
-        text.len() as u64 <= limit,
-        "the merged bundle does not fit the viewer's limit even without indentation"
-    );
-    std::fs::write(&compact, text)?;
-    Ok(compact)
+    Ok(valid)
 }
 
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// JS (async): performance.now() at the first animation frame on which the
-/// condition holds — time since navigation started.
-fn when(condition: &str) -> String {
-    format!(
-        "const done=arguments[arguments.length-1]; const ok=()=>{{ {condition} }}; \
-         const poll=()=>{{ if (ok()) done(performance.now()); else requestAnimationFrame(poll); }}; poll();"
-    )
-}
-
-/// The site of the merged bundle; navigation → summary, → per-rank view.
-fn viewer_half(
+/// The same ranks as runners before issue 20 wrote them (indented), merged
+/// once: they still merge, and what the one-line files save.
+fn older_runners(
     out: &mut Out,
     runner: &Path,
     spec: &RankSpec,
-    work: &Path,
+    dir: &Path,
     merged: &Path,
-) -> Result<(f64, f64)> {
-    export_site(runner, &[merged.to_path_buf()], &work.join("site"))?;
-    // What `stallscope site` should do itself: the sidecars beside the
-    // bundle in the site (the lead's part, see the issue 20 report).
-    for f in sidecars_of(merged)? {
-        let name = f.file_name().context("a sidecar without a name")?;
-        let to = work.join("site/bundles").join(name);
-        if !to.exists() {
-            std::fs::copy(&f, &to)?;
+) -> Result<()> {
+    out.line("\nthe same ranks indented, as runners before issue 20 wrote them:");
+    std::fs::remove_dir_all(dir)?;
+    generate(out, spec, dir, true)?;
+    let again = merged.with_file_name("merged-indented.json");
+    let (wall, cpu) = merge_once(runner, dir, &again)?;
+    let same = std::fs::read(merged)? == std::fs::read(&again)?;
+    out.line(format!(
+        "  stallscope merge: {wall:.2} s, CPU {cpu:.1} s (1 run); the merged bundle {}",
+        if same {
+            "is byte for byte the one above"
+        } else {
+            "DIFFERS from the one above"
         }
-    }
-    let file = std::fs::read_dir(work.join("site/bundles"))?
-        .filter_map(|e| e.ok())
-        .map(|e| format!("bundles/{}", e.file_name().to_string_lossy()))
-        .find(|n| n.ends_with(".json"))
-        .context("the site has no bundle")?;
-    let server = Server::start(runner, work)?;
-    let browser = Browser::start(1280, 1000)?;
-    let id = merged_id(ID);
-    let summary = when(
-        "return !document.querySelector('.pending') && !!document.querySelector('.rank-summary') \
-         && document.querySelectorAll('.experiment-card .verdict').length > 0;",
-    );
-    let ranks = when(
-        "const c=document.querySelector('.rank-view canvas.chart-canvas'); \
-         return !!c && c.dataset.drawn==='1' && !!document.querySelector('.straggler-table tbody tr');",
-    );
-    let find = "const i=document.querySelector('#rank-find'); i.value=arguments[0]; \
-        i.dispatchEvent(new Event('input',{bubbles:true}));";
-    let mut times: Vec<(&str, Vec<f64>)> = vec![("summary", vec![]), ("ranks", vec![])];
-    let mut parse = Vec::new();
-    let mut straggler = String::new();
-    for _ in 0..REPEATS {
-        for (k, (hash, script)) in [
-            (format!("#/b/{id}"), &summary),
-            (format!("#/b/{id}/e/{EXPERIMENT}"), &ranks),
-        ]
-        .iter()
-        .enumerate()
-        {
-            browser.goto("about:blank")?;
-            browser.goto(&format!("{}site/{hash}", server.url))?;
-            let ms = browser.eval_async(script, json!([]))?;
-            times[k].1.push(ms.as_f64().context("no time")?);
+    ));
+    Ok(())
+}
+
+/// The merge, summary and per-rank figures `fixtures/bench/ranks.txt` holds
+/// before this run rewrites it, and where they come from.
+fn before_1024(repo: &Path) -> ((f64, f64, f64), String) {
+    let text = std::fs::read_to_string(repo.join(report_path(1024))).unwrap_or_default();
+    let figure = |label: &str| -> Option<f64> {
+        let line = text.lines().find(|l| l.trim_start().starts_with(label))?;
+        let rest = line.trim_start().strip_prefix(label)?;
+        rest.split_whitespace().next()?.parse().ok()
+    };
+    match (
+        figure(MERGE_LABEL),
+        figure(SUMMARY_LABEL),
+        figure(RANKS_LABEL),
+    ) {
+        (Some(m), Some(s), Some(r)) => {
+            ((m, s, r), "fixtures/bench/ranks.txt before this run".into())
         }
-        straggler = browser
-            .eval(
-                "const r=document.querySelector('.straggler-table tbody tr th.rank'); return r ? r.textContent : '';",
-                json!([]),
-            )?
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let p = browser.eval_async(
-            "const done=arguments[arguments.length-1]; fetch(arguments[0]).then(r=>r.text()).then(t=>{const t0=performance.now(); JSON.parse(t); done(performance.now()-t0);});",
-            json!([file]),
-        )?;
-        parse.push(p.as_f64().context("no parse time")?);
+        _ => (BEFORE_1024, "issue 11's fixtures/bench/ranks.txt".into()),
     }
-    // The rank search finds the slowed rank among all of them.
-    browser.eval(find, json!([spec.slow_rank.to_string()]))?;
-    let found = browser.wait_for(
-        "the rank search",
-        "const f=document.querySelector('.found-rank'); return f ? f.dataset.rank || 'none' : null;",
-        std::time::Duration::from_secs(20),
-    )?;
-    // The viewer's own read (read_bundle: parse + validation), as it reports it.
-    browser.goto(&format!("{}site/#/", server.url))?;
-    let read = browser.wait_for(
-        "the library",
-        "const r=document.querySelector('.read-cost'); return r && !document.querySelector('.pending') ? r.textContent : null;",
-        std::time::Duration::from_secs(60),
-    )?;
-    drop(server);
-    ensure!(
-        straggler == spec.slow_rank.to_string(),
-        "the straggler table names rank {straggler:?} first, the generated slow rank is {}",
-        spec.slow_rank
-    );
-    ensure!(
-        found == json!(spec.slow_rank.to_string()),
-        "the rank search for {} found {found}",
-        spec.slow_rank
-    );
+}
+
+/// A 1,024-rank run against the figures before it, each within 10%.
+fn compare_1024(out: &mut Out, before: ((f64, f64, f64), String), now: (f64, f64, f64)) {
+    let ((m, s, r), source) = before;
+    let (nm, ns, nr) = now;
     out.line(format!(
-        "\nviewer, headless Chromium, navigation → rendered, {REPEATS} loads each:"
+        "\nagainst {source}: merge {m:.2} → {nm:.2} s, summary {s:.0} → {ns:.0} ms, \
+         per-rank view {r:.0} → {nr:.0} ms"
     ));
     out.line(format!(
-        "  {}",
-        spread("summary (bundle page, ranks listed):", "ms", 0, &times[0].1)?
+        "  target: no worse (each within 10%): {}",
+        verdict(nm <= m * 1.1 && ns <= s * 1.1 && nr <= r * 1.1)
     ));
-    out.line(format!(
-        "  {}",
-        spread(
-            "per-rank view (heat map, stragglers):",
-            "ms",
-            0,
-            &times[1].1
-        )?
-    ));
-    out.line(format!(
-        "  {}",
-        spread("baseline, browser JSON.parse of the file:", "ms", 0, &parse)?
-    ));
-    out.line(format!(
-        "  the viewer's read_bundle of it (size, parse + validation): {}",
-        read.as_str().unwrap_or_default()
-    ));
-    out.line(format!(
-        "  the straggler table names rank {straggler} first (generated slow rank {}); \
-         the rank search finds it",
-        spec.slow_rank
-    ));
-    let s = Spread::of(&times[0].1)?.median;
-    let r = Spread::of(&times[1].1)?.median;
-    out.line(format!(
-        "  target: summary of {} ranks under {:.0} s: {}",
-        spec.world,
-        SUMMARY_TARGET_MS / 1e3,
-        verdict(s < SUMMARY_TARGET_MS)
-    ));
-    out.line(format!(
-        "  target: per-rank view of {} ranks under {:.0} s: {}",
-        spec.world,
-        RANKS_TARGET_MS / 1e3,
-        verdict(r < RANKS_TARGET_MS)
-    ));
-    Ok((s, r))
 }
