@@ -10,6 +10,7 @@ use super::pool::BufferPool;
 use super::rng::Rng;
 use super::source::{Fault, SampleError, Source};
 use super::stats::{Stage, StageTimes};
+use super::trace::{BatchClock, BatchTrace, Tracing};
 
 /// What to do with a sample that cannot be read or decoded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +30,9 @@ pub struct Task {
     /// Position of the batch in the epoch.
     pub batch: u64,
     pub indices: Vec<u64>,
+    /// What the worker records of it (diagnostic epochs only).
+    #[serde(default, skip_serializing_if = "Tracing::is_off")]
+    pub trace: Tracing,
 }
 
 /// A collated batch in host memory, NCHW (or N×features) float32.
@@ -47,6 +51,8 @@ pub struct Batch {
     pub times: StageTimes,
     /// Samples left out under [`OnBadSample::Skip`].
     pub bad: Vec<SampleError>,
+    /// When it and its samples were built, if its task was traced.
+    pub trace: Option<Box<BatchTrace>>,
 }
 
 impl Batch {
@@ -123,8 +129,12 @@ impl BatchBuilder<'_> {
         let mut sample_ids = Vec::with_capacity(task.indices.len());
         let mut bad = Vec::new();
         let mut collate = std::time::Duration::ZERO;
+        let mut clock = BatchClock::start(task.trace, &task.indices);
         for &index in &task.indices {
             progress.loading(Some(index));
+            if let Some(c) = &mut clock {
+                c.sample_start(&times);
+            }
             let at = sample_ids.len() * per_sample;
             let place = &mut inputs[at..at + per_sample];
             let loaded = catch_unwind(AssertUnwindSafe(|| {
@@ -137,9 +147,17 @@ impl BatchBuilder<'_> {
                     labels.push(label);
                     sample_ids.push(index);
                     collate += start.elapsed();
+                    if let Some(c) = &mut clock {
+                        c.sample_end(index, &times, false);
+                    }
                 }
                 Ok(Err(err)) => match self.on_bad {
-                    OnBadSample::Skip => bad.push(err),
+                    OnBadSample::Skip => {
+                        bad.push(err);
+                        if let Some(c) = &mut clock {
+                            c.sample_end(index, &times, true);
+                        }
+                    }
                     OnBadSample::Fail => {
                         progress.loading(None);
                         self.buffers.give(inputs);
@@ -172,6 +190,7 @@ impl BatchBuilder<'_> {
             worker: self.worker,
             times,
             bad,
+            trace: clock.map(BatchClock::finish),
         })
     }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use stallscope_bundle::{BadSample, LoaderStats};
+use stallscope_bundle::{BadSample, LoaderStats, WorkerTracks};
 
 use super::batch::{Batch, BatchBuilder, Host, Task};
 use super::os::{WorkerOs, WorkerRegistry};
@@ -16,8 +16,9 @@ use super::process::ProcessPool;
 use super::rng::{Rng, worker_seed};
 use super::sampler::epoch_batches;
 use super::source::{Source, SourceSpec, open_source};
-use super::stats::EpochStats;
+use super::stats::{EpochStats, Stage};
 use super::threads::ThreadPool;
+use super::trace::{TrackRecorder, monotonic_ns};
 use super::{LoaderConfig, LoaderError, WorkerKind};
 
 /// What a worker pool reports.
@@ -48,6 +49,9 @@ pub struct Loader {
     last_stats: Arc<Mutex<Option<EpochStats>>>,
     buffers: Arc<BufferPool>,
     workers: WorkerRegistry,
+    /// Record worker tracks in the epochs started from now on.
+    tracing: bool,
+    last_tracks: Arc<Mutex<Option<WorkerTracks>>>,
 }
 
 impl Loader {
@@ -73,7 +77,25 @@ impl Loader {
             buffers: BufferPool::new(config.workers.max(1) * (config.prefetch + 1) + 3),
             config,
             workers: WorkerRegistry::default(),
+            tracing: false,
+            last_tracks: Arc::new(Mutex::new(None)),
         })
+    }
+
+    /// Record worker tracks (each batch's worker, samples and stages, and
+    /// when the consumer took it) in the epochs started from now on: the
+    /// runner's diagnostic epochs, never its whole-run ones. Bounded by
+    /// [`MAX_TRACKED_BATCHES`](crate::trace::MAX_TRACKED_BATCHES) and
+    /// [`MAX_TRACKED_SAMPLES`](crate::trace::MAX_TRACKED_SAMPLES); nothing
+    /// is recorded with workers = 0.
+    pub fn set_tracing(&mut self, on: bool) {
+        self.tracing = on;
+    }
+
+    /// The worker tracks of the most recent epoch, if it recorded them
+    /// (taken: asked again, `None`).
+    pub fn take_worker_tracks(&self) -> Option<WorkerTracks> {
+        self.last_tracks.lock().expect("tracks lock").take()
     }
 
     pub fn config(&self) -> &LoaderConfig {
@@ -95,6 +117,9 @@ impl Loader {
     /// iterator over its batches.
     pub fn start_epoch(&mut self, epoch: u32) -> Result<LoaderEpoch, LoaderError> {
         let started = Instant::now();
+        let tracks = (self.tracing && self.config.workers > 0)
+            .then(|| TrackRecorder::new(monotonic_ns(), self.config.kind, self.config.workers));
+        *self.last_tracks.lock().expect("tracks lock") = None;
         let cfg = &self.config;
         let tasks: Vec<Task> = epoch_batches(
             cfg.sampler,
@@ -109,6 +134,7 @@ impl Loader {
             epoch,
             batch: i as u64,
             indices,
+            trace: Default::default(),
         })
         .collect();
         let pool = if cfg.workers == 0 {
@@ -129,6 +155,8 @@ impl Loader {
             pool,
             home: Arc::clone(&self.pool),
             stats_home: Arc::clone(&self.last_stats),
+            tracks,
+            tracks_home: Arc::clone(&self.last_tracks),
             started,
             next_submit: 0,
             delivered: 0,
@@ -207,6 +235,8 @@ pub struct LoaderEpoch {
     pool: Option<Box<dyn Pool>>,
     home: Arc<Mutex<Option<Box<dyn Pool>>>>,
     stats_home: Arc<Mutex<Option<EpochStats>>>,
+    tracks: Option<TrackRecorder>,
+    tracks_home: Arc<Mutex<Option<WorkerTracks>>>,
     started: Instant,
     next_submit: usize,
     delivered: usize,
@@ -252,6 +282,9 @@ impl LoaderEpoch {
                     }
                     if self.stats.time_to_first_batch.is_none() {
                         self.stats.time_to_first_batch = Some(self.started.elapsed());
+                    }
+                    if let Some(tracks) = &mut self.tracks {
+                        tracks.delivered(batch.index);
                     }
                     return Some(Ok(batch));
                 }
@@ -362,7 +395,10 @@ impl LoaderEpoch {
             if self.outstanding[w] >= self.config.prefetch {
                 break;
             }
-            let task = self.tasks[self.next_submit].clone();
+            let mut task = self.tasks[self.next_submit].clone();
+            if let Some(tracks) = &mut self.tracks {
+                task.trace = tracks.level_for(task.indices.len());
+            }
             self.pool
                 .as_mut()
                 .expect("fill runs with a pool")
@@ -375,8 +411,18 @@ impl LoaderEpoch {
 
     fn absorb(&mut self, event: Event) -> Result<(), LoaderError> {
         match event {
-            Event::Done(batch) => {
+            Event::Done(mut batch) => {
                 self.absorb_stats(&batch);
+                if let Some(tracks) = &mut self.tracks {
+                    let collate = batch.times.get(Stage::Collate).nanos;
+                    let trace = batch.trace.take();
+                    tracks.batch(
+                        batch.index,
+                        batch.worker.unwrap_or(0),
+                        collate,
+                        trace.as_deref(),
+                    );
+                }
                 self.reorder.insert(batch.index, *batch);
                 Ok(())
             }
@@ -440,6 +486,7 @@ impl LoaderEpoch {
             drop(pool);
         }
         *self.stats_home.lock().expect("stats lock") = Some(self.stats.clone());
+        *self.tracks_home.lock().expect("tracks lock") = self.tracks.take().map(|t| t.finish());
     }
 
     pub fn epoch(&self) -> u32 {

@@ -21,6 +21,7 @@ mod shm;
 mod source;
 pub mod stats;
 mod threads;
+pub mod trace;
 mod worker;
 
 use std::path::PathBuf;

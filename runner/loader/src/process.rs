@@ -20,6 +20,7 @@ use super::pool::BufferPool;
 use super::shm::{SEGMENT_PREFIX, Segment, segment_len, slot_bytes};
 use super::source::SourceSpec;
 use super::stats::{Stage, StageTimes};
+use super::trace::monotonic_ns;
 use super::worker::{Assign, Reply, WorkerInit};
 use super::{LoaderConfig, LoaderError, WorkerKind};
 
@@ -333,8 +334,10 @@ impl ProcessPool {
                     slot,
                     times,
                     bad,
+                    trace,
                 },
             ) => {
+                let from = trace.as_ref().map(|_| monotonic_ns());
                 let start = Instant::now();
                 let read = self.workers[w].segment.read_slot(
                     slot,
@@ -346,7 +349,12 @@ impl ProcessPool {
                 match read {
                     Ok((sample_ids, labels, inputs)) => {
                         let mut times: StageTimes = times;
-                        times.add(Stage::Handover, start.elapsed());
+                        let took = start.elapsed();
+                        times.add(Stage::Handover, took);
+                        let trace = trace.map(|mut t| {
+                            t.handover = from.map(|from| (from, took.as_nanos() as u64));
+                            t
+                        });
                         Event::Done(Box::new(Batch {
                             epoch,
                             index: batch,
@@ -357,6 +365,7 @@ impl ProcessPool {
                             worker: Some(w),
                             times,
                             bad,
+                            trace,
                         }))
                     }
                     Err(e) => Event::Failed {

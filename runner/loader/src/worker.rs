@@ -13,6 +13,7 @@ use super::rng::{Rng, worker_seed};
 use super::shm::Segment;
 use super::source::{Fault, SampleError, SourceSpec, open_source};
 use super::stats::{Stage, StageTimes};
+use super::trace::{BatchTrace, monotonic_ns};
 
 /// The first line the runner sends a new worker.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -48,6 +49,9 @@ pub(crate) enum Reply {
         slot: usize,
         times: StageTimes,
         bad: Vec<SampleError>,
+        /// The batch's trace, when its task asked for one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace: Option<Box<BatchTrace>>,
     },
     Failed {
         sample: Option<u64>,
@@ -152,12 +156,17 @@ pub fn worker_main() -> Result<(), WorkerProcessError> {
                 buffers.give(batch.inputs);
                 // Writing into shared memory is the rest of this batch's collate.
                 times.extend(Stage::Collate, start.elapsed());
+                let trace = batch.trace.map(|mut t| {
+                    t.end_ns = monotonic_ns();
+                    t
+                });
                 Reply::Done {
                     epoch: task.epoch,
                     batch: task.batch,
                     slot: assign.slot,
                     times,
                     bad: batch.bad,
+                    trace,
                 }
             }
             Err(e) => Reply::Failed {

@@ -82,6 +82,13 @@ pub trait Feed: Send {
     fn workers(&self) -> Option<stallscope_loader::WorkerRegistry> {
         None
     }
+    /// Record worker tracks in the epochs started from now on (the loop's
+    /// diagnostic epochs); nothing to do for a feed without workers.
+    fn set_tracing(&mut self, _on: bool) {}
+    /// The worker tracks of the last epoch, if the feed recorded them.
+    fn worker_tracks(&mut self) -> Option<stallscope_bundle::WorkerTracks> {
+        None
+    }
 }
 
 /// The batches of one epoch.

@@ -4,7 +4,7 @@
 //! copy runs on a side stream (`crate::prefetch`). The loop itself (clocks,
 //! modes, memory, ranks, cost) is not here.
 
-use stallscope_bundle::{LoaderStats, Memory, TimingMode};
+use stallscope_bundle::{LoaderStats, Memory, TimingMode, WorkerTracks};
 use stallscope_loader::WorkerRegistry;
 use tch::{Kind, Tensor};
 
@@ -141,6 +141,14 @@ impl Steps for TorchSteps<'_> {
 
     fn workers(&self) -> Option<WorkerRegistry> {
         self.feed.workers()
+    }
+
+    fn trace_workers(&mut self, on: bool) {
+        self.feed.set_tracing(on);
+    }
+
+    fn worker_tracks(&mut self) -> Option<WorkerTracks> {
+        self.feed.worker_tracks()
     }
 
     fn gpu(&self) -> GpuTarget {

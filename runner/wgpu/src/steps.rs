@@ -4,7 +4,7 @@
 //! on the device), its `Queue::write_buffer` copy, the WGSL step's submit,
 //! and a wait on the queue. The loop itself is not here.
 
-use stallscope_bundle::{LoaderStats, TimingMode};
+use stallscope_bundle::{LoaderStats, TimingMode, WorkerTracks};
 use stallscope_loader::{Batch, Loader, LoaderEpoch, LoaderError, WorkerRegistry};
 
 use super::LinearTrainer;
@@ -106,6 +106,19 @@ impl Steps for WgpuSteps<'_, '_> {
     fn workers(&self) -> Option<WorkerRegistry> {
         match &self.batches {
             Batches::Loader(l) => Some(l.worker_registry()),
+            _ => None,
+        }
+    }
+
+    fn trace_workers(&mut self, on: bool) {
+        if let Batches::Loader(l) = &mut self.batches {
+            l.set_tracing(on);
+        }
+    }
+
+    fn worker_tracks(&mut self) -> Option<WorkerTracks> {
+        match &self.batches {
+            Batches::Loader(l) => l.take_worker_tracks(),
             _ => None,
         }
     }

@@ -14,7 +14,9 @@
 //!   `WholeRun::measured`;
 //! - the ranks' per-step hook (in whole-run epochs the device is waited for
 //!   before each barrier, so the ranks line up finished steps), the slowed
-//!   rank, the interrupt check, and the epoch's cost watch.
+//!   rank, the interrupt check, and the epoch's cost watch;
+//! - the loader's worker tracks: asked for in diagnostic epochs only, so a
+//!   whole-run epoch's workers record nothing.
 //!
 //! Like criterion's `Routine`/`Measurement` split: the loop is the
 //! framework's, the work is the engine's. Nothing here knows a device.
@@ -26,6 +28,7 @@ use std::time::Instant;
 use stallscope_bundle::analysis::diagnostic_from_series;
 use stallscope_bundle::{
     Diagnostic, Failure, LoaderStats, Memory, Phase, Run, StepSeries, TimingMode, WholeRun,
+    WorkerTracks,
 };
 use stallscope_loader::WorkerRegistry;
 
@@ -188,6 +191,13 @@ pub trait Steps {
     fn workers(&self) -> Option<WorkerRegistry> {
         None
     }
+    /// Have the loader record worker tracks in the next epoch (`on` exactly
+    /// for diagnostic epochs), or stop recording them.
+    fn trace_workers(&mut self, _on: bool) {}
+    /// The worker tracks the loader recorded in the last epoch.
+    fn worker_tracks(&mut self) -> Option<WorkerTracks> {
+        None
+    }
     /// The GPU the timeline samples, or why there is none.
     fn gpu(&self) -> GpuTarget;
 }
@@ -202,6 +212,7 @@ pub fn run_epoch(
     crate::host::reset_peak_rss();
     steps.reset_device_peaks();
     let whole_run = slot.mode == TimingMode::WholeRun;
+    steps.trace_workers(slot.mode == TimingMode::Diagnostic);
     let watch = EpochWatch::start(steps.workers(), steps.gpu(), whole_run);
     let taken = watch.steps();
     let mut run = slot.run();
@@ -213,6 +224,7 @@ pub fn run_epoch(
             let (d, series) = diagnostic_epoch(steps, slot.epoch, stop, &taken)?;
             run.diagnostic = Some(d);
             run.steps = Some(series);
+            run.worker_tracks = steps.worker_tracks();
         }
         TimingMode::Unknown(_) => unreachable!("the runner times whole_run and diagnostic only"),
     }

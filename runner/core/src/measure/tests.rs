@@ -29,6 +29,8 @@ struct Scripted {
     log: Log,
     /// Fail `next` at this batch.
     fail_at: Option<usize>,
+    /// What the loop last asked of the loader's worker tracks.
+    tracing: Option<bool>,
 }
 
 struct ScriptedEpoch {
@@ -61,6 +63,14 @@ impl Steps for Scripted {
     }
     fn gpu(&self) -> GpuTarget {
         GpuTarget::None("scripted".into())
+    }
+    fn trace_workers(&mut self, on: bool) {
+        self.tracing = Some(on);
+    }
+    /// A loader that always has tracks to give: the loop takes them only
+    /// in diagnostic epochs.
+    fn worker_tracks(&mut self) -> Option<stallscope_bundle::WorkerTracks> {
+        Some(stallscope_bundle::WorkerTracks::default())
     }
 }
 
@@ -105,6 +115,7 @@ fn scripted(rng: &mut Rng) -> Scripted {
         },
         log: Rc::default(),
         fail_at: None,
+        tracing: None,
     }
 }
 
@@ -169,6 +180,10 @@ fn each_mode_waits_where_the_methodology_says_and_counts_what_it_took() {
 
         let want = expected(&mode, s.stages, s.batches.len());
         assert_eq!(*s.log.borrow(), want, "{mode:?} {:?}", s.stages);
+        // Worker tracks: asked for in diagnostic epochs only, kept only there.
+        let diagnostic = mode == TimingMode::Diagnostic;
+        assert_eq!(s.tracing, Some(diagnostic), "{mode:?}");
+        assert_eq!(run.worker_tracks.is_some(), diagnostic, "{mode:?}");
 
         assert_eq!(run.id, slot.run_id());
         assert_eq!(
@@ -221,6 +236,7 @@ fn a_stop_ends_the_epoch_after_the_step_in_progress() {
             stages: Stages::ALL,
             log: Rc::default(),
             fail_at: None,
+            tracing: None,
         };
         let slot = EpochSlot {
             mode: mode.clone(),
@@ -242,6 +258,7 @@ fn an_engine_error_ends_the_epoch_with_it() {
         stages: Stages::ALL,
         log: Rc::default(),
         fail_at: Some(2),
+        tracing: None,
     };
     let slot = EpochSlot {
         mode: TimingMode::Diagnostic,

@@ -183,6 +183,12 @@ impl Feed for NativeFeed {
     fn workers(&self) -> Option<stallscope_loader::WorkerRegistry> {
         Some(self.loader.worker_registry())
     }
+    fn set_tracing(&mut self, on: bool) {
+        self.loader.set_tracing(on);
+    }
+    fn worker_tracks(&mut self) -> Option<stallscope_bundle::WorkerTracks> {
+        self.loader.take_worker_tracks()
+    }
     fn loader_stats(&mut self) -> Option<LoaderStats> {
         let mut stats = self.loader.last_stats()?;
         stats.stages.extend(stage("to_tensor", self.edge.to_tensor));
