@@ -8,6 +8,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler, TensorDataset
 
 from .sources import FashionMnistDataset, OpenedSource, SyntheticDataset
+from .worker_tracks import TracedCollate, TracedFetch, TracedLoader, TrackRecorder
 
 
 class GivenBatches(Sampler):
@@ -131,6 +132,13 @@ class Engine:
         self.loader_stage = "worker" if spec.workers > 0 else "epoch"
         self.loader: DataLoader | None = None
         self.sampler = GivenBatches()
+        # Worker tracks: asked for in diagnostic modes, kept only with worker processes.
+        self.tracing = False
+        self.traced = False
+        self.recorder: TrackRecorder | None = None
+
+    def set_tracing(self, on: bool) -> None:
+        self.tracing = on
 
     def open_mode(self) -> None:
         spec = self.req.loader
@@ -141,11 +149,15 @@ class Engine:
         dataset = self.source.dataset
         if spec.batched_fetch:
             dataset = BatchedFetch(dataset)
+        collate_fn = self.source.collate_fn
+        self.traced = self.tracing and workers > 0
+        if self.traced:
+            dataset, collate_fn = TracedFetch(dataset), TracedCollate(collate_fn)
         self.loader = DataLoader(
             dataset,
             batch_sampler=self.sampler,
             num_workers=workers,
-            collate_fn=self.source.collate_fn,
+            collate_fn=collate_fn,
             pin_memory=spec.pin_memory,
             prefetch_factor=spec.prefetch if workers > 0 else None,
             persistent_workers=spec.persistent and workers > 0,
@@ -155,12 +167,19 @@ class Engine:
 
     def epoch(self, epoch: int, batches: list[list[int]]):
         self.sampler.set_batches(batches)
+        loader = self.loader
+        self.recorder = None
+        if self.traced:
+            self.recorder = TrackRecorder(self.req.loader.workers)
+            loader = TracedLoader(self.loader, self.recorder)
         if self.req.loader.prefetch_to_device:
-            return CudaPrefetcher(self.loader, self.device)
-        return self.loader
+            return CudaPrefetcher(loader, self.device)
+        return loader
 
     def epoch_stats(self) -> dict:
-        return {}
+        if self.recorder is None:
+            return {}
+        return {"worker_tracks": self.recorder.columns()}
 
     def close_mode(self) -> None:
         loader, self.loader = self.loader, None

@@ -181,6 +181,8 @@ def epoch_line(mode: str, epoch: int, r: EpochResult, stats: dict) -> dict:
                     transfer_ns=r.transfer_ns, compute_ns=r.compute_ns)
         if r.comm_ns is not None:
             line["comm_ns"] = r.comm_ns
+        if stats.get("worker_tracks") is not None:
+            line["worker_tracks"] = stats["worker_tracks"]
     line["loader"] = {"time_to_first_batch_s": r.time_to_first_batch_s,
                       "stages": stats.get("stages", []), "queues": stats.get("queues", [])}
     return line
@@ -210,6 +212,9 @@ def run_modes(req, engine, batches: list[list[list[int]]], ctx: DeviceCtx, out, 
             del x, y
         # Augmentations (RandomCrop, flip) draw from torch's generator: same draws on every mode.
         torch.manual_seed(req.augment_seed)
+        set_tracing = getattr(engine, "set_tracing", None)
+        if set_tracing is not None:  # worker tracks: diagnostic epochs only
+            set_tracing(mode == "diagnostic")
         engine.open_mode()
         timed = whole_run_epoch if mode == "whole_run" else diagnostic_epoch
         for e in range(req.epochs):

@@ -242,10 +242,15 @@ class HarnessTest(unittest.TestCase):
         per_sample = math.prod(hello["sample_shape"]) * 4 + 8
         self.assertEqual(hello["batch_bytes"], req["loader"]["batch_size"] * per_sample)
 
-    def check_epoch(self, name: str, line: dict, mode: str, epoch: int, batches, hello, engine) -> None:
+    def check_epoch(self, name: str, line: dict, mode: str, epoch: int, batches, hello, engine,
+                    workers: int = 0) -> None:
         where = f"{name} {mode} epoch {epoch}"
         keys = EPOCH_KEYS | (DIAG_KEYS if mode == "diagnostic" else set())
-        self.assertEqual(set(line), keys, where)
+        # Worker tracks: the DataLoader's diagnostic epochs with worker processes.
+        traced = mode == "diagnostic" and engine == "pytorch" and workers > 0
+        self.assertEqual(set(line), keys | ({"worker_tracks"} if traced else set()), where)
+        if traced:
+            self.check_tracks(where, line["worker_tracks"], line["steps"], workers, batches)
         self.assertEqual((line["type"], line["mode"], line["epoch"]), ("epoch", mode, epoch), where)
         self.assertTrue(is_num(line["seconds"]) and line["seconds"] > 0, where)
         if batches is not None:
@@ -292,6 +297,26 @@ class HarnessTest(unittest.TestCase):
         else:
             self.assertEqual((ld["stages"], ld["queues"]), ([], []), where)
 
+    def check_tracks(self, where: str, t: dict, steps: int, workers: int, batches) -> None:
+        """Every batch once, on a worker of the loader, with its samples; each step's batch."""
+        self.assertEqual((t["kind"], t["workers"]), ("processes", workers), where)
+        b, s = t["batches"], t["samples"]
+        self.assertEqual(sorted(b["batch"]), list(range(steps)), where)
+        self.assertEqual(t["steps"]["batch"], list(range(steps)), where)
+        self.assertEqual(len(t["steps"]["delivered_ns"]), steps, where)
+        for key, col in b.items():
+            self.assertEqual(len(col), steps, f"{where} batches.{key}")
+        self.assertTrue(all(0 <= w < workers for w in b["worker"]), where)
+        self.assertTrue(all(c <= n for c, n in zip(b["collate_ns"], b["build_ns"])), where)
+        self.assertEqual(sum(b["sample_rows"]), len(s["index"]), where)
+        if batches is not None:
+            self.assertEqual(b["samples"], [len(batches[k]) for k in b["batch"]], where)
+            self.assertEqual(b["first_sample"], [batches[k][0] for k in b["batch"]], where)
+            listed = [i for k, n in zip(b["batch"], b["sample_rows"]) for i in batches[k][:n]]
+            self.assertEqual(s["index"], listed, where)
+        for stage in s["stages"]:
+            self.assertEqual(len(stage["ns"]), len(s["index"]), where)
+
     def check_run(self, name: str) -> list[dict]:
         req, _ = self.cases[name]
         rc, lines, err = self.parsed(name)
@@ -302,7 +327,8 @@ class HarnessTest(unittest.TestCase):
         self.assertEqual([(x.get("mode"), x.get("epoch")) for x in epochs], expected, name)
         for (mode, e), line in zip(expected, epochs):
             batches = req["batches"][e] if "batches" in req else None
-            self.check_epoch(name, line, mode, e, batches, lines[0], req["engine"])
+            self.check_epoch(name, line, mode, e, batches, lines[0], req["engine"],
+                             req["loader"].get("workers", 0))
         self.assertEqual(lines[-1], {"type": "done"}, name)
         return lines
 

@@ -125,7 +125,20 @@ fn three_engines_train_the_same_batches_into_one_bundle() {
                     let s = r.steps.as_ref().unwrap();
                     assert_eq!(s.next_wait_ns.len(), 4, "{}", c.id);
                     assert!(r.diagnostic.as_ref().unwrap().compute.is_some());
+                    // Worker tracks: the native loader's and the DataLoader's workers.
+                    let tracks = r.worker_tracks.as_ref();
+                    assert_eq!(tracks.is_some(), c.id.contains("w2-"), "{}", c.id);
+                    if let Some(t) = tracks {
+                        let mut batches = t.batches.batch.clone();
+                        batches.sort_unstable();
+                        assert_eq!(batches, [0, 1, 2, 3], "{}", c.id);
+                        assert!(t.batches.worker.iter().all(|&w| w < 2), "{}", c.id);
+                        assert_eq!(t.steps.batch, [0, 1, 2, 3], "{}", c.id);
+                    }
                 }
+            }
+            if r.timing_mode == TimingMode::WholeRun {
+                assert!(r.worker_tracks.is_none(), "{}", c.id);
             }
             assert!(r.memory.as_ref().unwrap().host_peak_rss_bytes.unwrap() > 1 << 20);
         }

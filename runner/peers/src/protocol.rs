@@ -3,7 +3,7 @@
 //! harness that drifts from the contract fails loudly, with the line.
 
 use serde::{Deserialize, Serialize};
-use stallscope_bundle::LoaderStats;
+use stallscope_bundle::{LoaderStats, WorkerTracks};
 
 /// The protocol version both sides speak.
 pub const PROTOCOL: u32 = 1;
@@ -137,6 +137,10 @@ pub struct EpochLine {
     pub comm_ns: Option<Vec<u64>>,
     #[serde(default)]
     pub loader: Option<LoaderStats>,
+    /// The DataLoader's worker processes in a diagnostic epoch (the
+    /// `pytorch` engine with workers): the bundle's worker tracks.
+    #[serde(default)]
+    pub worker_tracks: Option<WorkerTracks>,
 }
 
 /// The harness's own report of a failure.
@@ -299,6 +303,11 @@ fn check_epoch(e: &EpochLine) -> Result<(), String> {
             if e.iterator_creation_s.is_some() {
                 return Err("iterator_creation_s in a whole_run epoch".into());
             }
+            if e.worker_tracks.is_some() {
+                return Err(
+                    "worker_tracks in a whole_run epoch (only diagnostic ones keep them)".into(),
+                );
+            }
         }
         "diagnostic" => {
             if let Some(c) = &e.comm_ns
@@ -327,8 +336,48 @@ fn check_epoch(e: &EpochLine) -> Result<(), String> {
                 Some(s) if s.is_finite() && s >= 0.0 => {}
                 other => return Err(format!("iterator_creation_s = {other:?}")),
             }
+            if let Some(t) = &e.worker_tracks {
+                check_tracks(t, e.steps)?;
+            }
         }
         other => return Err(format!("mode {other:?} (expected whole_run or diagnostic)")),
+    }
+    Ok(())
+}
+
+/// A diagnostic epoch's worker tracks: one step row per step, every worker
+/// below the count, each table's columns of one length (the bundle's
+/// validation checks the rest).
+fn check_tracks(t: &WorkerTracks, steps: u64) -> Result<(), String> {
+    let s = &t.steps;
+    if s.batch.len() as u64 != steps || s.delivered_ns.len() as u64 != steps {
+        return Err(format!(
+            "worker_tracks.steps has {} batches and {} delivery times for {steps} steps",
+            s.batch.len(),
+            s.delivered_ns.len()
+        ));
+    }
+    let b = &t.batches;
+    let rows = b.batch.len();
+    let lens = [
+        b.worker.len(),
+        b.start_ns.len(),
+        b.build_ns.len(),
+        b.collate_ns.len(),
+        b.samples.len(),
+        b.first_sample.len(),
+        b.sample_rows.len(),
+    ];
+    if lens.iter().any(|&n| n != rows) {
+        return Err(format!(
+            "worker_tracks.batches: columns of {lens:?} entries for {rows} batches"
+        ));
+    }
+    if let Some(w) = b.worker.iter().find(|&&w| w >= t.workers) {
+        return Err(format!(
+            "worker_tracks: worker {w} of {} workers",
+            t.workers
+        ));
     }
     Ok(())
 }
@@ -384,5 +433,30 @@ mod tests {
             assert_eq!(e.line, 7);
             assert!(e.to_string().contains(needle), "{e}");
         }
+    }
+
+    #[test]
+    fn worker_tracks_are_read_in_diagnostic_epochs_only_and_checked() {
+        let diag = r#"{"type":"epoch","mode":"diagnostic","epoch":0,"seconds":0.5,"samples":8,"steps":2,"bytes":100,"host_peak_rss_bytes":1,"children_peak_rss_bytes":null,"iterator_creation_s":0.01,"next_wait_ns":[1,2],"transfer_ns":[0,0],"compute_ns":[3,4]}"#;
+        let tracks = r#""worker_tracks":{"kind":"processes","workers":2,"batches":{"batch":[0,1],"worker":[0,1],"start_ns":[5,6],"build_ns":[9,9],"collate_ns":[1,1],"samples":[4,4],"first_sample":[0,4],"sample_rows":[0,0]},"samples":{"index":[],"start_ns":[],"stages":[]},"steps":{"batch":[0,1],"delivered_ns":[20,30]}}"#;
+        let with = diag.replace("\"compute_ns\"", &format!("{tracks},\"compute_ns\""));
+        let Ok(Line::Epoch(e)) = decode(3, &with) else {
+            panic!("{:?}", decode(3, &with));
+        };
+        assert_eq!(e.worker_tracks.as_ref().unwrap().batches.worker, vec![0, 1]);
+        let bad = with.replace("\"worker\":[0,1]", "\"worker\":[0,2]");
+        let err = decode(3, &bad).unwrap_err().to_string();
+        assert!(err.contains("worker 2 of 2 workers"), "{err}");
+        let short = with.replace("\"delivered_ns\":[20,30]", "\"delivered_ns\":[20]");
+        assert!(decode(3, &short).is_err());
+        let whole = with
+            .replace("\"diagnostic\"", "\"whole_run\"")
+            .replace(
+                ",\"iterator_creation_s\":0.01,\"next_wait_ns\":[1,2],\"transfer_ns\":[0,0]",
+                "",
+            )
+            .replace(",\"compute_ns\":[3,4]", "");
+        let err = decode(3, &whole).unwrap_err().to_string();
+        assert!(err.contains("worker_tracks in a whole_run epoch"), "{err}");
     }
 }

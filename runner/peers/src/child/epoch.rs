@@ -43,6 +43,7 @@ pub(super) fn to_run(e: &EpochLine, repeat: u32) -> Run {
                 e.iterator_creation_s,
             ));
             run.steps = Some(series);
+            run.worker_tracks = e.worker_tracks.clone();
         }
     }
     run.loader = e.loader.clone();
