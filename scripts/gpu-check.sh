@@ -11,6 +11,7 @@
 #   transfer     pageable / pinned x blocking / non-blocking copies (--quick)
 #   stall        stall attribution, the loader with pinned memory (--quick)
 #   peers        the peer engines on CUDA, pinning, side-stream prefetch (gpu-peers.toml)
+#   dali         DALI's mixed (nvJPEG) and CPU decoders vs the native loader (gpu-dali.toml)
 #   ranks        2 ranks on one device under torchrun, then `stallscope merge` (gpu-ranks.toml)
 # then validates every bundle, checks that whole-run runs carry NVML timelines,
 # and prints a one-screen summary. Exit status 1 when any step failed or any
@@ -72,6 +73,7 @@ step sweep "$bin" run --preset fashionmnist-batch-sweep --quick --device cuda:0 
 step transfer "$bin" run --preset transfer --quick --device cuda:0 --out "$out/transfer"
 step stall "$bin" run --preset stall --quick --device cuda:0 --out "$out/stall"
 step peers "$bin" run "$here/gpu-peers.toml" --device cuda:0 --out "$out/peers"
+step dali "$bin" run "$here/gpu-dali.toml" --device cuda:0 --out "$out/dali"
 if [ -x "$torchrun" ]; then
   # Both ranks on the one device: an explicit --device wins over LOCAL_RANK.
   step ranks "$torchrun" --no-python --nproc-per-node 2 --master-port 29533 \
@@ -113,6 +115,15 @@ for path in sys.argv[1:]:
         print(f"  no GPU timeline: {why}")
         if why.startswith("NVML") or why in ("the device is the CPU", "no reason recorded"):
             bad += 1
+    # A configuration that did not run: an engine missing from this Python is
+    # printed; DALI's mixed decoder refused for want of CUDA is a failure here.
+    for c in configs:
+        na = c.get("not_applicable") or {}
+        why = na.get("engine") or na.get("dali_device")
+        if not c["runs"] and why:
+            print(f"  not run: {c['id']}: {why}")
+            if why.startswith("'mixed' decodes with nvJPEG"):
+                bad += 1
 sys.exit(1 if bad else 0)
 PY
 

@@ -1,6 +1,7 @@
-//! `cargo xtask bench loader-peers`: the native loader against PyTorch's DataLoader and SPDL on
-//! the JPEG pipeline of `fixtures/bench/loader-peers.toml`, in one release run whose repeats
-//! interleave the engines; prints each engine's best configuration and the ratios. Around the
+//! `cargo xtask bench loader-peers`: the native loader against PyTorch's DataLoader, SPDL, NVIDIA
+//! DALI (CPU operators) and torchdata.nodes on the JPEG pipeline of
+//! `fixtures/bench/loader-peers.toml`, in one release run whose repeats interleave the engines;
+//! prints each engine's best configuration and native's ratio to each. Around the
 //! suite (before and after it, same build) it runs `stallscope bare-images`: the bare per-image
 //! function on one thread, whose rate × cores is the limit the loader is held to, and whose
 //! untimed and timed passes measure the stage clocks' overhead. The goals block reports each
@@ -20,7 +21,14 @@ use std::path::Path;
 const SUITE: &str = "fixtures/bench/loader-peers.toml";
 const KEPT: &str = "fixtures/bench/loader-peers.json";
 const KEPT_BARE: &str = "fixtures/bench/loader-peers-bare.json";
-const ENGINES: [Engine; 3] = [Engine::Native, Engine::Pytorch, Engine::Spdl];
+/// Native first, then the peers it is held to.
+pub(crate) const ENGINES: [Engine; 5] = [
+    Engine::Native,
+    Engine::Pytorch,
+    Engine::Spdl,
+    Engine::Dali,
+    Engine::Nodes,
+];
 /// Passes of each `bare-images` run: alternately untimed and timed.
 const BARE_PASSES: u32 = 4;
 
@@ -131,7 +139,7 @@ fn best_config(c: &Configuration) -> Option<BestConfig> {
     })
 }
 
-/// Per engine (native, pytorch, spdl) the best configuration of the bundle's loader experiment.
+/// Per engine (native, pytorch, spdl, dali, nodes) the best configuration of the bundle's loader experiment.
 pub(crate) fn best_per_engine(bundle: &Bundle) -> Result<Vec<Best>> {
     let Some(e) = bundle.experiments.first() else {
         bail!("the bundle has no experiment");
@@ -195,21 +203,26 @@ pub(crate) fn render(rows: &[Best]) -> String {
             .and_then(|r| r.best.as_ref())
             .map(|b| b.median)
     };
-    let ratio = |other: &Engine| match (median(&Engine::Native), median(other)) {
-        (Some(n), Some(o)) if o > 0.0 => show_ratio(n / o),
-        _ => "—".into(),
-    };
+    let ratios: Vec<String> = ENGINES[1..]
+        .iter()
+        .map(|other| {
+            let r = match (median(&Engine::Native), median(other)) {
+                (Some(n), Some(o)) if o > 0.0 => show_ratio(n / o),
+                _ => "—".into(),
+            };
+            format!("{} {r}", other.as_str())
+        })
+        .collect();
     s += &format!(
-        "\n  native ÷ pytorch: {}    native ÷ spdl: {}    (of the best medians)\n",
-        ratio(&Engine::Pytorch),
-        ratio(&Engine::Spdl)
+        "\n  native ÷ each, of the best medians: {}\n",
+        ratios.join(", ")
     );
-    s += "  RSS is the process that ran the loop (runner or Python harness); worker processes'\n  \
-          own memory is not in it, so PyTorch's and native process workers' memory is missing.";
+    s += "  RSS is the process that ran the loop (runner or Python harness, DALI's threads in it);\n  \
+          worker processes' own memory is not in it (PyTorch's, nodes' and native processes').";
     s
 }
 
-/// What the bench reads from one `stallscope bare-images` run.
+/// `s` cut to `n` characters, the last one `…` when cut.
 fn truncate(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_owned()
@@ -233,7 +246,7 @@ mod tests {
     fn the_best_of_each_engine_is_its_highest_median() {
         // The published bundle has only cold runs: no steady figure for any engine.
         let rows = best_per_engine(&bundle()).unwrap();
-        assert_eq!(rows.len(), 3);
+        assert_eq!(rows.len(), 5);
         assert!(rows.iter().all(|r| r.best.is_none()));
         let mut b = bundle();
         for c in &mut b.experiments[0].configurations {
@@ -247,6 +260,13 @@ mod tests {
         assert_eq!(rows[2].best.as_ref().unwrap().median, 1763.82);
         let text = render(&rows);
         assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
-        assert!(text.contains("native ÷ pytorch: —"), "{text}");
+        assert!(
+            text.contains("pytorch —, spdl —, dali —, nodes —"),
+            "{text}"
+        );
+        assert!(
+            rows[3].best.is_none() && rows[4].best.is_none(),
+            "no dali nor nodes"
+        );
     }
 }
