@@ -160,20 +160,21 @@ pub fn hex64(v: u64) -> String {
 }
 
 fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {
-    out.reserve(v.len() * 4);
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
+    let at = out.len();
+    out.resize(at + v.len() * 4, 0);
+    for (o, x) in out[at..].chunks_exact_mut(4).zip(v) {
+        o.copy_from_slice(&x.to_le_bytes());
     }
 }
 
-/// The file's bytes.
+/// The key of the header's last field, as its JSON has it.
+const DATA_FNV64_KEY: &[u8] = b"\"data_fnv64\":\"";
+
+/// The file's bytes. The header's length does not depend on the data's
+/// checksum (always 16 hex digits), so the header is written with a
+/// placeholder, the data straight after it, and the checksum then put in
+/// its place: the data is written once, into the file's own buffer.
 pub fn encode(s: &StageSteps) -> Vec<u8> {
-    let mut data = Vec::new();
-    for r in &s.runs {
-        put_u32s(&mut data, &r.ranks);
-        put_u32s(&mut data, &r.lens);
-        put_u32s(&mut data, &r.values);
-    }
     let header = Header {
         bundle_id: s.bundle_id.clone(),
         experiment: s.experiment.clone(),
@@ -191,19 +192,37 @@ pub fn encode(s: &StageSteps) -> Vec<u8> {
                 unit_ns: r.unit_ns,
             })
             .collect(),
-        data_fnv64: hex64(fnv64(&data)),
+        data_fnv64: hex64(0),
     };
     let mut h = serde_json::to_vec(&header).expect("a header serializes");
     while !h.len().is_multiple_of(4) {
         h.push(b' ');
     }
-    let mut out = Vec::with_capacity(16 + h.len() + data.len());
+    let sum_at = h
+        .windows(DATA_FNV64_KEY.len())
+        .rposition(|w| w == DATA_FNV64_KEY)
+        .expect("the header names its checksum")
+        + DATA_FNV64_KEY.len()
+        + 16;
+    let data: usize = s
+        .runs
+        .iter()
+        .map(|r| 4 * (r.ranks.len() + r.lens.len() + r.values.len()))
+        .sum();
+    let mut out = Vec::with_capacity(16 + h.len() + data);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&SIDECAR_MAJOR.to_le_bytes());
     out.extend_from_slice(&SIDECAR_MINOR.to_le_bytes());
     out.extend_from_slice(&(h.len() as u32).to_le_bytes());
     out.extend_from_slice(&h);
-    out.extend_from_slice(&data);
+    let start = out.len();
+    for r in &s.runs {
+        put_u32s(&mut out, &r.ranks);
+        put_u32s(&mut out, &r.lens);
+        put_u32s(&mut out, &r.values);
+    }
+    let sum = hex64(fnv64(&out[start..]));
+    out[sum_at..sum_at + 16].copy_from_slice(sum.as_bytes());
     out
 }
 

@@ -11,7 +11,8 @@ use generated::*;
 use stallscope_bundle::analysis::*;
 use stallscope_bundle::merge::{Compacted, compact, compact_on, has_ranked_runs, job_view};
 use stallscope_bundle::sidecar::{
-    SidecarError, StageSteps, decode, decode_for, encode, fnv64, hex64,
+    Header, MAGIC, RunHeader, SIDECAR_MAJOR, SIDECAR_MINOR, SidecarError, StageSteps, decode,
+    decode_for, encode, fnv64, hex64,
 };
 use stallscope_bundle::*;
 
@@ -290,6 +291,69 @@ fn compacting_on_threads_gives_what_one_thread_gives() {
                 many.sidecars, one.sidecars,
                 "case {case}, {threads} threads"
             );
+        }
+    }
+}
+
+/// The sidecar laid out the plain way: the data first, then the header with
+/// the data's checksum in it, then the file.
+fn plain_encode(s: &StageSteps) -> Vec<u8> {
+    let mut data = Vec::new();
+    for r in &s.runs {
+        for v in [&r.ranks, &r.lens, &r.values] {
+            v.iter()
+                .for_each(|x| data.extend_from_slice(&x.to_le_bytes()));
+        }
+    }
+    let runs = s.runs.iter().map(|r| RunHeader {
+        repeat: r.repeat,
+        epoch: r.epoch,
+        phase: r.phase,
+        ranks: r.ranks.len() as u32,
+        steps: r.steps,
+        unit_ns: r.unit_ns,
+    });
+    let header = Header {
+        bundle_id: s.bundle_id.clone(),
+        experiment: s.experiment.clone(),
+        configuration: s.configuration.clone(),
+        stage: s.stage.clone(),
+        runs: runs.collect(),
+        data_fnv64: hex64(fnv64(&data)),
+    };
+    let mut h = serde_json::to_vec(&header).unwrap();
+    while !h.len().is_multiple_of(4) {
+        h.push(b' ');
+    }
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&SIDECAR_MAJOR.to_le_bytes());
+    out.extend_from_slice(&SIDECAR_MINOR.to_le_bytes());
+    out.extend_from_slice(&(h.len() as u32).to_le_bytes());
+    out.extend_from_slice(&h);
+    out.extend_from_slice(&data);
+    out
+}
+
+/// `encode` writes the data once and puts the checksum into the header
+/// after: byte for byte the plain layout, whatever the ids hold (the
+/// checksum's own key among them).
+#[test]
+fn encode_gives_the_plain_layout_byte_for_byte() {
+    let mut g = Gen(0x5EED_0033);
+    let ids = [
+        "merged",
+        "a\"data_fnv64\":\"b",
+        "\"data_fnv64\":\"0000000000000000\"}",
+        "é ü",
+    ];
+    for case in 0..24 {
+        let (_, mut b) = merged(&mut g);
+        b.id = ids[case % ids.len()].to_string();
+        b.experiments[0].configurations[0].id = ids[(case / 4) % ids.len()].to_string();
+        for (_, bytes) in compact(b).sidecars {
+            let s = decode(&bytes).unwrap();
+            assert_eq!(encode(&s), plain_encode(&s), "case {case}");
+            assert_eq!(encode(&s), bytes, "case {case}");
         }
     }
 }

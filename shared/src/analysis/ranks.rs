@@ -19,6 +19,8 @@ use crate::analysis::summary::median;
 use crate::analysis::units::show_percent;
 use crate::format::{Bundle, Configuration, Phase, Run, StepSeries, TimingMode};
 
+mod stragglers;
+
 /// A step counts towards a straggler only when the other ranks' median comm
 /// share of that step is above this: they really waited.
 pub const MATERIAL_COMM_SHARE: f64 = 0.10;
@@ -364,10 +366,8 @@ fn align_steps(by_rank: &BTreeMap<u32, Vec<&Run>>, notes: &mut Vec<String>) -> A
                 "repeat {repeat} epoch {epoch}: {n} of {n}–{most} steps"
             ));
         }
-        for steps in step_blocks(series, n) {
-            if let Some(slow) = straggler_of(&steps) {
-                *out.times.entry(slow).or_default() += 1;
-            }
+        for slow in stragglers::stragglers(series, n).into_iter().flatten() {
+            *out.times.entry(slow).or_default() += 1;
         }
         out.steps += n as u64;
     }
@@ -384,52 +384,6 @@ fn align_steps(by_rank: &BTreeMap<u32, Vec<&Run>>, notes: &mut Vec<String>) -> A
         ));
     }
     out
-}
-
-/// Steps a block reads together: a rank's eight steps of a stage are one
-/// cache line, so 16,384 ranks are read line by line, not value by value.
-const STEP_BLOCK: usize = 8;
-
-/// The first `n` steps of every rank, step by step: each step's (rank,
-/// stages) in rank order.
-fn step_blocks<'a>(
-    series: &'a BTreeMap<u32, &'a StepSeries>,
-    n: usize,
-) -> impl Iterator<Item = Vec<(u32, [f64; 4])>> + 'a {
-    (0..n).step_by(STEP_BLOCK).flat_map(move |start| {
-        let end = (start + STEP_BLOCK).min(n);
-        let mut block = vec![Vec::with_capacity(series.len()); end - start];
-        for (&r, s) in series {
-            for (k, i) in (start..end).enumerate() {
-                block[k].push((r, step_parts(s, i)));
-            }
-        }
-        block
-    })
-}
-
-/// The rank the others waited for in one step: the largest work (a tie to
-/// the lowest rank, order-free), when the others' median comm share is
-/// material.
-fn straggler_of(steps: &[(u32, [f64; 4])]) -> Option<u32> {
-    let work = |p: &[f64; 4]| p[0] + p[1] + p[2];
-    let (slow, _) = steps
-        .iter()
-        .fold(None::<(u32, f64)>, |best, (r, p)| match best {
-            Some((_, w)) if w >= work(p) => best,
-            _ => Some((*r, work(p))),
-        })?;
-    let mut shares: Vec<f64> = steps
-        .iter()
-        .filter(|(r, _)| *r != slow)
-        .map(|(_, p)| {
-            let step: f64 = p.iter().sum();
-            if step > 0.0 { p[3] / step } else { 0.0 }
-        })
-        .collect();
-    median_in_place(&mut shares)
-        .is_some_and(|m| m > MATERIAL_COMM_SHARE)
-        .then_some(slow)
 }
 
 fn verdict(
