@@ -196,7 +196,7 @@ fn generate(out: &mut Out, spec: &RankSpec, dir: &Path, indented: bool) -> Resul
     let how = if indented {
         "indented"
     } else {
-        "one line each, as a rank writes it"
+        "one line each, as ranks write them"
     };
     out.line(format!(
         "  {} generated per-rank bundles ({how}): {}, written in {:.1} s",
@@ -236,7 +236,11 @@ fn merge_half(
     merged: &Path,
 ) -> Result<f64> {
     let (mut read, mut wall, mut cpu) = (Vec::new(), Vec::new(), Vec::new());
+    let mut start = Vec::new();
     for _ in 0..REPEATS {
+        let t = Instant::now();
+        Cmd::new(runner).arg("--version").read()?;
+        start.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
         let mut n = 0usize;
         for f in files {
@@ -262,14 +266,19 @@ fn merge_half(
         cores()
     ));
     out.line(format!("  {}", spread(MERGE_LABEL, "s", 2, &wall)?));
-    out.line(format!(
-        "  {}",
-        spread("its CPU time (user + system):", "s", 1, &cpu)?
-    ));
-    out.line(format!(
-        "  {}",
-        spread("baseline, reading the files' bytes:", "s", 2, &read)?
-    ));
+    let lines = [
+        spread("its CPU time (user + system):", "s", 1, &cpu)?,
+        spread(
+            "of it, starting the runner (--version, libtorch loads):",
+            "s",
+            2,
+            &start,
+        )?,
+        spread("baseline, reading the files' bytes:", "s", 2, &read)?,
+    ];
+    for line in lines {
+        out.line(format!("  {line}"));
+    }
     out.line(format!(
         "  merged bundle: {} (format 1.3); {} sidecar files beside it, {}",
         mb(size),
@@ -317,8 +326,8 @@ fn check_merged(out: &mut Out, runner: &Path, merged: &Path) -> Result<bool> {
     }
     let valid = validate.is_ok() && bundle.is_ok() && bad.is_empty();
     out.line(format!(
-        "  target: the merged bundle validates (stallscope validate) and its {named} sidecars \
-         decode against it: {}",
+        "  target: merged bundle valid (stallscope validate), its {named} sidecars decode \
+         against it: {}",
         verdict(valid)
     ));
     for problem in validate
@@ -389,7 +398,7 @@ fn compare_1024(out: &mut Out, before: ((f64, f64, f64), String), now: (f64, f64
     let ((m, s, r), source) = before;
     let (nm, ns, nr) = now;
     out.line(format!(
-        "\nagainst {source}: merge {m:.2} → {nm:.2} s, summary {s:.0} → {ns:.0} ms, \
+        "\nagainst {source}:\n  merge {m:.2} → {nm:.2} s, summary {s:.0} → {ns:.0} ms, \
          per-rank view {r:.0} → {nr:.0} ms"
     ));
     out.line(format!(
