@@ -7,30 +7,8 @@
 #[allow(dead_code)]
 mod util;
 
-use std::path::PathBuf;
-
 use stallscope_bundle::{ParamValue, TimingMode};
 use util::*;
-
-fn python() -> PathBuf {
-    let python = std::env::var_os("STALLSCOPE_PYTHON")
-        .map(PathBuf::from)
-        .or_else(stallscope_peers::python::cached_python)
-        .expect("a place for the peers' Python");
-    assert!(
-        python.exists(),
-        "{} is missing: run `cargo xtask setup --peers`",
-        python.display()
-    );
-    python
-}
-
-fn fixture(name: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures/job")
-        .join(name);
-    p.to_str().unwrap().to_string()
-}
 
 /// The script's own settings (no workers) and a sweep to 2 workers: both
 /// modes, every step counted, the DataLoader's real arguments recorded.
@@ -38,8 +16,8 @@ fn fixture(name: &str) -> String {
 fn a_training_script_is_measured_and_swept_unmodified() {
     let dir = temp_dir("job");
     let out = dir.path().join("out");
-    let py = python();
-    let script = fixture("train_slow_dataset.py");
+    let py = peers_python();
+    let script = job_fixture("train_slow_dataset.py");
     let o = stallscope()
         .args(["job", "--steps", "8", "--warmup", "2", "--repeats", "1"])
         .args(["--sweep", "num_workers=2", "--out"])
@@ -94,7 +72,7 @@ fn a_script_that_fails_first_is_one_clear_failure() {
     )
     .unwrap();
     let out = dir.path().join("out");
-    let py = python();
+    let py = peers_python();
     let o = stallscope()
         .args(["job", "--steps", "4", "--repeats", "1", "--out"])
         .arg(&out)

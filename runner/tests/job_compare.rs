@@ -11,19 +11,6 @@ use std::path::{Path, PathBuf};
 
 use util::*;
 
-fn python() -> PathBuf {
-    let python = std::env::var_os("STALLSCOPE_PYTHON")
-        .map(PathBuf::from)
-        .or_else(stallscope_peers::python::cached_python)
-        .expect("a place for the peers' Python");
-    assert!(
-        python.exists(),
-        "{} is missing: run `cargo xtask setup --peers`",
-        python.display()
-    );
-    python
-}
-
 /// `train_slow_dataset.py` with `delay_ms` per sample, two repeats.
 fn job(out: &Path, delay_ms: &str) {
     let script =
@@ -41,7 +28,7 @@ fn job(out: &Path, delay_ms: &str) {
         ])
         .arg(out)
         .arg("--")
-        .arg(python())
+        .arg(peers_python())
         .arg(script)
         .args(["--samples", "512", "--delay-ms", delay_ms])
         .env("OMP_NUM_THREADS", "1")

@@ -15,32 +15,12 @@
 mod util;
 
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use stallscope_bundle::{Bundle, Configuration, Failure, ParamValue, TimingMode};
 use util::*;
-
-fn python() -> PathBuf {
-    let python = std::env::var_os("STALLSCOPE_PYTHON")
-        .map(PathBuf::from)
-        .or_else(stallscope_peers::python::cached_python)
-        .expect("a place for the peers' Python");
-    assert!(
-        python.exists(),
-        "{} is missing: run `cargo xtask setup --peers`",
-        python.display()
-    );
-    python
-}
-
-fn fixture(name: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures/job")
-        .join(name);
-    p.to_str().unwrap().to_string()
-}
 
 /// `stallscope job OPTIONS --out OUT -- python SCRIPT ARGS` (one repeat).
 fn job(out: &Path, options: &[&str], script: &str, args: &[&str]) -> Command {
@@ -50,8 +30,8 @@ fn job(out: &Path, options: &[&str], script: &str, args: &[&str]) -> Command {
         .arg("--out")
         .arg(out)
         .arg("--")
-        .arg(python())
-        .arg(fixture(script))
+        .arg(peers_python())
+        .arg(job_fixture(script))
         .args(args)
         .env("OMP_NUM_THREADS", "1");
     c

@@ -10,7 +10,7 @@
 #[allow(dead_code)]
 mod util;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::sync::Mutex;
 
@@ -21,37 +21,17 @@ use util::*;
 /// One measuring test at a time.
 static MACHINE: Mutex<()> = Mutex::new(());
 
-fn python() -> PathBuf {
-    let python = std::env::var_os("STALLSCOPE_PYTHON")
-        .map(PathBuf::from)
-        .or_else(stallscope_peers::python::cached_python)
-        .expect("a place for the peers' Python");
-    assert!(
-        python.exists(),
-        "{} is missing: run `cargo xtask setup --peers`",
-        python.display()
-    );
-    python
-}
-
-fn fixture(name: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures/job")
-        .join(name);
-    p.to_str().unwrap().to_string()
-}
-
 /// `stallscope job OPTIONS --out OUT -- python SCRIPT ARGS`, its output
 /// and its bundle, checked by `stallscope validate` too.
 fn job(out: &Path, options: &[&str], script: &str, args: &[&str]) -> (Output, Bundle) {
     let _turn = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let py = python();
+    let py = peers_python();
     let o = stallscope()
         .arg("job")
         .args(options)
         .arg("--out")
         .arg(out)
-        .args(["--", py.to_str().unwrap(), &fixture(script)])
+        .args(["--", py.to_str().unwrap(), &job_fixture(script)])
         .args(args)
         .env("OMP_NUM_THREADS", "1")
         .output()

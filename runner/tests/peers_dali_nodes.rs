@@ -35,24 +35,6 @@ workers = [2]
 engines = ["native", "pytorch", "dali", "nodes"]
 "#;
 
-/// The peers' Python, or `None` (with a message) when told to skip.
-fn peers_python() -> Option<PathBuf> {
-    if std::env::var("STALLSCOPE_PEERS").as_deref() == Ok("0") {
-        eprintln!("SKIPPED: STALLSCOPE_PEERS=0; DALI and torchdata.nodes were not tested");
-        return None;
-    }
-    let py = std::env::var_os("STALLSCOPE_PYTHON")
-        .map(PathBuf::from)
-        .or_else(stallscope_peers::python::cached_python)
-        .expect("a place for the peers' Python");
-    assert!(
-        py.exists(),
-        "{} does not exist: run `cargo xtask setup --peers` (or STALLSCOPE_PEERS=0 to skip)",
-        py.display()
-    );
-    Some(py)
-}
-
 /// A `python` in `dir` that runs `real` with `module` unimportable: a
 /// `sitecustomize` put first on the path refuses it as a missing module.
 fn python_without(dir: &Path, real: &Path, module: &str) -> PathBuf {
@@ -91,8 +73,7 @@ fn python_without(dir: &Path, real: &Path, module: &str) -> PathBuf {
 fn run_suite(dir: &Path, suite: &str, envs: &[(&str, &str)]) -> (Bundle, std::process::Output) {
     let path = write_suite(dir, "s.toml", suite);
     let out = dir.join("out");
-    let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python");
-    let harness = harness.display().to_string();
+    let harness = harness_dir();
     let mut all = vec![("STALLSCOPE_HARNESS_DIR", harness.as_str())];
     all.extend_from_slice(envs);
     let o = run_on_cpu(&path, &out, &all);
@@ -105,7 +86,9 @@ fn engine(c: &Configuration) -> Engine {
 
 #[test]
 fn a_missing_dali_or_torchdata_leaves_the_other_engines_running() {
-    let Some(real) = peers_python() else { return };
+    let Some(real) = peers_or_skip("DALI and torchdata.nodes were") else {
+        return;
+    };
     for (module, missing) in [("nvidia.dali", Engine::Dali), ("torchdata", Engine::Nodes)] {
         let dir = temp_dir("peers-missing-package");
         let python = python_without(dir.path(), &real, module);
@@ -136,7 +119,9 @@ fn a_missing_dali_or_torchdata_leaves_the_other_engines_running() {
 
 #[test]
 fn a_harness_killed_in_a_dali_epoch_keeps_the_epochs_before_it() {
-    let Some(_) = peers_python() else { return };
+    let Some(_) = peers_or_skip("DALI and torchdata.nodes were") else {
+        return;
+    };
     let dir = temp_dir("peers-dali-kill");
     let suite = SUITE.replace(
         "\"native\", \"pytorch\", \"dali\", \"nodes\"",
@@ -172,7 +157,9 @@ fn a_harness_killed_in_a_dali_epoch_keeps_the_epochs_before_it() {
 /// every engine that ran took the same samples and steps in every epoch.
 #[test]
 fn five_engines_on_images_with_dali_mixed_recorded_as_not_applicable_on_the_cpu() {
-    let Some(_) = peers_python() else { return };
+    let Some(_) = peers_or_skip("DALI and torchdata.nodes were") else {
+        return;
+    };
     let dir = temp_dir("peers-five-images");
     let suite = r#"
 title = "five engines, images"

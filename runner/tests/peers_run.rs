@@ -14,32 +14,6 @@ use std::path::Path;
 use stallscope_bundle::{Bundle, Configuration, Engine, Failure, ParamValue, TimingMode};
 use util::*;
 
-/// The peers' Python, or `None` (with a message) when told to skip.
-fn peers() -> Option<()> {
-    if std::env::var("STALLSCOPE_PEERS").as_deref() == Ok("0") {
-        eprintln!("SKIPPED: STALLSCOPE_PEERS=0; the peer engines were not tested");
-        return None;
-    }
-    let py = std::env::var_os("STALLSCOPE_PYTHON")
-        .map(std::path::PathBuf::from)
-        .or_else(stallscope_peers::python::cached_python)
-        .expect("a place for the peers' Python");
-    assert!(
-        py.exists(),
-        "{} does not exist: run `cargo xtask setup --peers` (or STALLSCOPE_PEERS=0 to skip)",
-        py.display()
-    );
-    Some(())
-}
-
-/// The harness of this checkout, not a cached copy.
-fn harness_dir() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../python")
-        .display()
-        .to_string()
-}
-
 const LIGHT: &str = r#"
 title = "peers, light"
 seed = 7
@@ -85,7 +59,9 @@ fn config<'a>(b: &'a Bundle, id: &str) -> &'a Configuration {
 
 #[test]
 fn three_engines_train_the_same_batches_into_one_bundle() {
-    let Some(()) = peers() else { return };
+    let Some(_) = peers_or_skip("the peer engines were") else {
+        return;
+    };
     let (b, o) = run_suite("peers-light", LIGHT, &[]);
     assert!(o.status.success(), "{}", text(&o));
     let e = &b.experiments[0];
@@ -152,7 +128,9 @@ fn three_engines_train_the_same_batches_into_one_bundle() {
 
 #[test]
 fn a_harness_killed_mid_epoch_keeps_the_epochs_before_it() {
-    let Some(()) = peers() else { return };
+    let Some(_) = peers_or_skip("the peer engines were") else {
+        return;
+    };
     let suite = LIGHT.replace("workers = [0, 2]", "workers = [2]").replace(
         "\"native\", \"pytorch\", \"spdl\"",
         "\"native\", \"pytorch\"",
@@ -185,7 +163,9 @@ fn a_harness_killed_mid_epoch_keeps_the_epochs_before_it() {
 /// the runner sees before its own stop flag.
 #[test]
 fn a_signal_to_the_runner_and_its_harness_is_a_stop() {
-    let Some(()) = peers() else { return };
+    let Some(_) = peers_or_skip("the peer engines were") else {
+        return;
+    };
     let suite = LIGHT
         .replace("epochs = 2", "epochs = 40")
         .replace("samples = 256", "samples = 4096")
@@ -234,7 +214,9 @@ fn a_signal_to_the_runner_and_its_harness_is_a_stop() {
 
 #[test]
 fn garbage_from_the_harness_is_refused_with_its_line() {
-    let Some(()) = peers() else { return };
+    let Some(_) = peers_or_skip("the peer engines were") else {
+        return;
+    };
     let suite = LIGHT
         .replace("workers = [0, 2]", "workers = [0]")
         .replace("\"native\", \"pytorch\", \"spdl\"", "\"pytorch\"");
@@ -257,7 +239,9 @@ fn garbage_from_the_harness_is_refused_with_its_line() {
 
 #[test]
 fn without_python_the_peers_are_not_applicable_and_native_still_runs() {
-    let Some(()) = peers() else { return };
+    let Some(_) = peers_or_skip("the peer engines were") else {
+        return;
+    };
     let dir = temp_dir("peers-broken-python");
     let broken = dir.path().join("python");
     std::fs::write(
@@ -289,7 +273,9 @@ fn without_python_the_peers_are_not_applicable_and_native_still_runs() {
 
 #[test]
 fn loader_only_images_on_every_engine() {
-    let Some(()) = peers() else { return };
+    let Some(_) = peers_or_skip("the peer engines were") else {
+        return;
+    };
     let suite = r#"
 title = "peers, images"
 seed = 7
@@ -333,7 +319,9 @@ engines = ["native", "pytorch", "spdl"]
 
 #[test]
 fn a_users_dataset_runs_through_source_python() {
-    let Some(()) = peers() else { return };
+    let Some(_) = peers_or_skip("the peer engines were") else {
+        return;
+    };
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/user_dataset");
     let suite = format!(
         r#"

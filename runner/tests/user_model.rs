@@ -15,24 +15,6 @@ use std::path::Path;
 use stallscope_bundle::{Bundle, Engine, Failure, ParamValue, TimingMode};
 use util::*;
 
-/// The peers' Python is there, or `None` (with a message) when told to skip.
-fn peers() -> Option<()> {
-    if std::env::var("STALLSCOPE_PEERS").as_deref() == Ok("0") {
-        eprintln!("SKIPPED: STALLSCOPE_PEERS=0; the user's model was not tested");
-        return None;
-    }
-    let py = std::env::var_os("STALLSCOPE_PYTHON")
-        .map(std::path::PathBuf::from)
-        .or_else(stallscope_peers::python::cached_python)
-        .expect("a place for the peers' Python");
-    assert!(
-        py.exists(),
-        "{} does not exist: run `cargo xtask setup --peers` (or STALLSCOPE_PEERS=0 to skip)",
-        py.display()
-    );
-    Some(())
-}
-
 /// The example's folder (my_dataset.py and my_model.py).
 fn example_dir() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -83,7 +65,9 @@ fn run_suite(name: &str, suite: &str) -> (Bundle, std::process::Output) {
 
 #[test]
 fn a_users_model_trains_on_a_users_dataset_in_both_modes_and_three_stages() {
-    let Some(()) = peers() else { return };
+    let Some(_) = peers_or_skip("the user's model was") else {
+        return;
+    };
     let (b, o) = run_suite(
         "user-model",
         &suite("{ features = 64, hidden = 32, classes = 4 }"),
@@ -131,7 +115,9 @@ fn a_users_model_trains_on_a_users_dataset_in_both_modes_and_three_stages() {
 
 #[test]
 fn a_users_model_that_cannot_take_the_samples_is_one_clear_failure() {
-    let Some(()) = peers() else { return };
+    let Some(_) = peers_or_skip("the user's model was") else {
+        return;
+    };
     let (b, o) = run_suite(
         "user-model-mismatch",
         &suite("{ features = 784, hidden = 32, classes = 4 }"),

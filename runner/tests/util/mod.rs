@@ -151,3 +151,44 @@ pub fn wait_for_a_saved_configuration(path: &Path, running: &mut [Child]) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The peers' Python: `STALLSCOPE_PYTHON`, else the environment `cargo
+/// xtask setup --peers` makes in the cache. It must exist.
+pub fn peers_python() -> PathBuf {
+    let python = std::env::var_os("STALLSCOPE_PYTHON")
+        .map(PathBuf::from)
+        .or_else(stallscope_peers::python::cached_python)
+        .expect("a place for the peers' Python");
+    assert!(
+        python.exists(),
+        "{} does not exist: run `cargo xtask setup --peers` (or STALLSCOPE_PEERS=0 to skip)",
+        python.display()
+    );
+    python
+}
+
+/// The peers' Python, or `None` with a message naming `what` was not
+/// tested when `STALLSCOPE_PEERS=0` says to skip.
+pub fn peers_or_skip(what: &str) -> Option<PathBuf> {
+    if std::env::var("STALLSCOPE_PEERS").as_deref() == Ok("0") {
+        eprintln!("SKIPPED: STALLSCOPE_PEERS=0; {what} not tested");
+        return None;
+    }
+    Some(peers_python())
+}
+
+/// The harness of this checkout, not a cached copy.
+pub fn harness_dir() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../python")
+        .display()
+        .to_string()
+}
+
+/// A training script of `fixtures/job/`.
+pub fn job_fixture(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/job")
+        .join(name);
+    p.to_str().unwrap().to_string()
+}

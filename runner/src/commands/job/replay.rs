@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 use stallscope_bundle::analysis::{
-    Metric, MetricKey, group_thousands, metric_value, preferred_phase, show_bytes, show_percent,
+    Metric, MetricKey, Quantity, Unit, metric_value, preferred_phase, show_bytes, show_percent,
 };
 use stallscope_bundle::{
     Bundle, Configuration, Experiment, ExperimentKind, ParamValue, TimingMode,
@@ -106,14 +106,20 @@ pub fn sentence(b: &Bundle, job: &Experiment) -> Option<String> {
         (Some(n), Some(bytes)) => format!(", {n} cached batches, {}", show_bytes(bytes as f64)),
         _ => String::new(),
     };
+    // The same unit for both rates, so the formula reads at the table's precision.
+    let unit = Unit::for_values(Quantity::Rate, &[rate, ceil.rate]);
+    let costs = if rate >= ceil.rate {
+        "nothing measurable: the replay was no faster than your settings".to_string()
+    } else {
+        format!("{} of your step", show_percent(stall(rate, &ceil)))
+    };
     Some(format!(
         "Replay (the loader free{held}): a step of {} against {} with your settings; the loader \
-         costs {} of your step (stall by difference: 1 − {}/s ÷ {}/s).",
+         costs {costs} (stall by difference: 1 − {} ÷ {}).",
         ms(ceil.step_s),
         ms(step),
-        show_percent(stall(rate, &ceil)),
-        group_thousands(&format!("{rate:.0}")),
-        group_thousands(&format!("{:.0}", ceil.rate))
+        unit.show(rate),
+        unit.show(ceil.rate)
     ))
 }
 
