@@ -162,7 +162,7 @@ pub fn drive(
             // A failed configuration is not retried; one whose engine (or
             // DALI's decoder placement) is not applicable here has nothing
             // to run.
-            if config.failure.is_some() || crate::grid::runs_nowhere(config).is_some() {
+            if config.failure.is_some() || config.cannot_run_here().is_some() {
                 continue;
             }
             let step = run_one(bundle, exp_index, ci, repeat, driven, cx);

@@ -81,7 +81,7 @@ pub fn render_experiment(e: &Experiment) -> String {
 fn render_not_run(e: &Experiment) -> String {
     let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
     for c in e.configurations.iter().filter(|c| c.runs.is_empty()) {
-        let Some(why) = stallscope_core::grid::runs_nowhere(c) else {
+        let Some(why) = c.cannot_run_here() else {
             continue;
         };
         match by_reason.iter_mut().find(|(w, _)| *w == why) {

@@ -6,13 +6,6 @@ use stallscope_bundle::{Configuration, ParamValue};
 use super::{Point, label, point_id, swept_knobs};
 use crate::suite::{DaliDevice, EngineName, LoaderPlan};
 
-/// Why a configuration cannot run here at all, as its record says
-/// (`Configuration::cannot_run_here`: its engine not installed, DALI's
-/// mixed decoder without a GPU). The driver skips these.
-pub fn runs_nowhere(c: &Configuration) -> Option<&str> {
-    c.cannot_run_here()
-}
-
 const NO_WORKERS: &str =
     "no workers: the loop builds each batch itself, so there is nothing to keep ahead or alive";
 const SPDL_NO_PERSIST: &str =

@@ -6,7 +6,7 @@
 mod configuration;
 mod naming;
 
-pub use configuration::{MIXED_NEEDS_CUDA, configuration, runs_nowhere};
+pub use configuration::{MIXED_NEEDS_CUDA, configuration};
 pub use naming::{label, point_id};
 
 use stallscope_loader::{LoaderConfig, Sampler, WorkerKind};

@@ -199,7 +199,7 @@ fn dali_and_nodes_sweep_their_own_knobs_only() {
         );
         let on_gpu = crate::grid::configuration(lp, *p, None, None, true);
         assert!(!on_gpu.not_applicable.contains_key("dali_device") || p.engine != EngineName::Dali);
-        assert_eq!(crate::grid::runs_nowhere(&on_gpu), None, "{}", c.id);
+        assert_eq!(on_gpu.cannot_run_here(), None, "{}", c.id);
     }
 }
 
