@@ -9,8 +9,9 @@ asking for the batch that ends the window, so both variants print the same measu
 process ends right after). A light in-memory loop is the worst case: its steps are short.
 
 --micro: one process, two identical DataLoaders, the first measured (whole-run) and the second not;
-chunks of next() on each, alternated. The difference per call is the proxy's cost, free of the noise
-between processes; the same script without STALLSCOPE_JOB gives the noise floor (both unmeasured).
+chunks of next() on each, alternated (AB, BA, ...). The difference per call is the proxy's cost, free
+of the noise between processes, with one difference per pair of rounds for its spread; the same script
+without STALLSCOPE_JOB gives the noise floor (both unmeasured).
 """
 
 from __future__ import annotations
@@ -57,23 +58,28 @@ MICRO = """
     import torch
     from torch.utils.data import DataLoader, TensorDataset
     rounds, chunk, batch = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-    x = torch.randn(batch * rounds * chunk + batch, 4)
-    measured = DataLoader(TensorDataset(x), batch_size=batch)
-    plain = DataLoader(TensorDataset(x), batch_size=batch)
+    # Ready batches (a tensor pair each) taken one per next() without collation: a next() of a
+    # few µs, so the proxy's own cost stands out of the loader's noise.
+    g = torch.Generator().manual_seed(0)
+    data = [(torch.randn(batch, 4, generator=g), torch.randint(0, 4, (batch,), generator=g))
+            for _ in range(rounds * chunk + 1)]
+    measured = DataLoader(data, batch_size=None)
+    plain = DataLoader(data, batch_size=None)
     a, b = iter(measured), iter(plain)  # iterated first: the measured one (loader 0)
-    ta = tb = 0.0
+    rounds_a, rounds_b = [], []
     for r in range(rounds):
         for it, first in ((a, True), (b, False)) if r % 2 == 0 else ((b, False), (a, True)):
             t = time.perf_counter()
             for _ in range(chunk):
                 next(it)
             t = time.perf_counter() - t
-            if first:
-                ta += t
-            else:
-                tb += t
+            (rounds_a if first else rounds_b).append(t)
     n = rounds * chunk
-    print(f"MICRO {ta / n:.9f} {tb / n:.9f}", flush=True)
+    # One difference per pair of rounds (AB then BA), each order once.
+    pairs = [(rounds_a[i] + rounds_a[i + 1] - rounds_b[i] - rounds_b[i + 1]) / (2 * chunk)
+             for i in range(0, rounds - 1, 2)]
+    print(f"MICRO {sum(rounds_a) / n:.9f} {sum(rounds_b) / n:.9f}", flush=True)
+    print("PAIRS " + " ".join(f"{d:.9f}" for d in pairs), flush=True)
 """
 
 
@@ -94,10 +100,13 @@ def _micro(tmp: str, rounds: int, chunk: int, batch: int) -> dict:
             raise RuntimeError(f"{script} ({variant}) printed no MICRO line; status {proc.returncode}, "
                                f"stderr: {proc.stderr[-1500:]}")
         first, second = (float(v) for v in line.split()[1:])
+        pairs = next((l.split()[1:] for l in proc.stdout.splitlines() if l.startswith("PAIRS ")), [])
         out[variant] = {"loader0_next_us": round(first * 1e6, 3), "loader1_next_us": round(second * 1e6, 3),
-                        "difference_us": round((first - second) * 1e6, 3)}
+                        "difference_us": round((first - second) * 1e6, 3),
+                        "pair_difference_us": [round(float(d) * 1e6, 3) for d in pairs]}
     return {"micro": out, "calls_each": rounds * chunk, "batch": batch,
-            "meaning": "whole_run.difference_us is the proxy's cost per next(); off.difference_us the noise"}
+            "meaning": "whole_run.difference_us is the proxy's cost per next(); off.difference_us the noise; "
+                       "pair_difference_us the same per pair of rounds (AB, BA), for the spread"}
 
 
 def _one(script: str, args: list[str], job: dict | None) -> float:

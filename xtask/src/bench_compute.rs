@@ -81,7 +81,7 @@ fn python_steps(repo: &Path, python: &Path, batch: u32) -> Result<(Vec<u64>, Val
 }
 
 /// `STALLSCOPE_PYTHON`, else the peers environment `cargo xtask setup --peers` makes.
-fn peers_python() -> Result<PathBuf> {
+pub(crate) fn peers_python() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("STALLSCOPE_PYTHON").filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(p));
     }
