@@ -116,6 +116,7 @@ class Runtime:
     def _hello(self, activated_by: str, sigterm: str) -> dict:
         import multiprocessing
         import platform
+        import socket
 
         torch = sys.modules["torch"]
         return {
@@ -125,7 +126,7 @@ class Runtime:
             "executable": sys.executable, "argv": list(sys.argv),
             "orig_argv": list(getattr(sys, "orig_argv", [])), "cwd": self.boot_cwd,
             "script": records.script_facts(sys.argv[0] if sys.argv else None, self.boot_cwd),
-            "rank_env": records.rank_env(),
+            "rank_env": records.rank_env(), "hostname": socket.gethostname(),
             "start_method_default": multiprocessing.get_all_start_methods()[0],
             "start_method_set": multiprocessing.get_start_method(allow_none=True),
             "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),

@@ -588,6 +588,22 @@ class ScriptUntouched(JobTest):
             parse("{")
 
 
+class RankEnvironment(unittest.TestCase):
+    """What a rank's `hello` carries of its launcher's variables: enough for the runner's layout."""
+
+    def test_torchrun_and_slurm_variables_verbatim_others_left_out(self):
+        from stallscope_job.records import rank_env
+
+        torchrun = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
+                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "none",
+                    "HOME": "/root"}
+        self.assertEqual(rank_env(torchrun), {k: v for k, v in torchrun.items() if k != "HOME"})
+        slurm = {"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1", "SLURM_NODEID": "1",
+                 "SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "node[01-02]", "PATH": "/bin"}
+        self.assertEqual(rank_env(slurm), {k: v for k, v in slurm.items() if k != "PATH"})
+        self.assertEqual(rank_env({}), {})
+
+
 class CopyClockInProcess(unittest.TestCase):
     """The diagnostic copy wrappers, in this process (no accelerator is needed to see what they count)."""
 

@@ -89,3 +89,98 @@ fn a_script_that_fails_first_is_one_clear_failure() {
     );
     assert!(f.contains("exit status 1"), "{f}");
 }
+
+/// `stallscope job -- torchrun --nproc-per-node 2 train_ddp.py` (DDP over
+/// gloo, a DistributedSampler): every rank measured in both modes, a bundle
+/// per rank with its launcher's layout, and the merged one, whose job
+/// figure is both ranks' samples over the slower rank's seconds.
+#[test]
+fn two_ranks_under_torchrun_give_per_rank_bundles_and_a_merged_one() {
+    let dir = temp_dir("job-ranks");
+    let out = dir.path().join("out");
+    let py = peers_python();
+    let torchrun = py.with_file_name("torchrun");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut c = stallscope();
+    for v in [
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+    ] {
+        c.env_remove(v);
+    }
+    let o = c
+        .args([
+            "job",
+            "--steps",
+            "6",
+            "--warmup",
+            "2",
+            "--repeats",
+            "1",
+            "--out",
+        ])
+        .arg(&out)
+        .arg("--")
+        .arg(&torchrun)
+        .args(["--nproc-per-node", "2", "--master-port", &port.to_string()])
+        .arg(job_fixture("train_ddp.py"))
+        .args(["--samples", "512"])
+        .env("OMP_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("bundle.merged.json"), "{}", text(&o));
+    let parts: Vec<_> = (0..2u32)
+        .map(|r| {
+            let b = valid_bundle(&out.join(format!("bundle.rank-{r}.json")));
+            let l = b.environment.rank.clone().expect("a rank layout");
+            assert_eq!(
+                (l.rank, l.world_size, l.launcher.as_str()),
+                (r, 2, "torchrun")
+            );
+            let c = &b.experiment("job").unwrap().configurations[0];
+            assert!(c.failure.is_none(), "rank {r}: {:?}", c.failure);
+            for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
+                let run = c.runs.iter().find(|x| x.timing_mode == mode);
+                assert!(run.is_some(), "rank {r} has no {mode:?} run");
+            }
+            b
+        })
+        .collect();
+    let lowest = valid_bundle(&out.join("bundle.json"));
+    assert_eq!(
+        lowest.experiments[0].configurations[0].runs,
+        parts[0].experiments[0].configurations[0].runs
+    );
+    let m = valid_bundle(&out.join("bundle.merged.json"));
+    assert_eq!(m.ranks.len(), 2);
+    let c = &m.experiment("job").unwrap().configurations[0];
+    let job = c
+        .runs
+        .iter()
+        .find(|r| r.whole_run.is_some())
+        .expect("a job run");
+    let (samples, slowest) = parts
+        .iter()
+        .map(|b| {
+            let r = b.experiment("job").unwrap().configurations[0]
+                .runs
+                .iter()
+                .find(|r| r.timing_mode == TimingMode::WholeRun)
+                .unwrap();
+            let w = r.whole_run.as_ref().unwrap();
+            assert_eq!((w.steps, w.samples), (Some(6), Some(6 * 16)));
+            (w.samples.unwrap(), w.seconds.unwrap())
+        })
+        .fold((0, 0.0f64), |(n, s), (m, t)| (n + m, s.max(t)));
+    let rate = job.whole_run.as_ref().unwrap().samples_per_s.unwrap();
+    let want = samples as f64 / slowest;
+    assert!((rate - want).abs() <= 1e-9 * want, "{rate} vs {want}");
+}

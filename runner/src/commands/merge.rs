@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use stallscope_bundle::merge::{Compacted, compact_on};
+use stallscope_bundle::merge::{Compacted, MergeError, compact_on};
 use stallscope_bundle::{Bundle, RunState};
 
 use crate::cli::MergeArgs;
@@ -121,6 +121,30 @@ fn write_out(out: &Path, merged: &Bundle, sidecars: &[(String, Vec<u8>)]) -> any
     write_atomic_compact(out, merged).with_context(|| format!("writing {}", out.display()))
 }
 
+/// A merged bundle as written, and its sidecars'.
+pub struct Written {
+    pub bundle: Bundle,
+    pub sidecars: usize,
+    pub sidecar_bytes: u64,
+}
+
+/// Merge the per-rank `bundles` (`stallscope_bundle::merge`, whose
+/// [`MergeError`] the error carries) and write the compact bundle to `out`,
+/// its sidecars beside it first.
+pub fn merge_into(bundles: Vec<Bundle>, out: &Path) -> anyhow::Result<Written> {
+    let merged = stallscope_bundle::merge::merge(bundles)?;
+    let Compacted {
+        bundle: merged,
+        sidecars,
+    } = compact_on(merged, threads());
+    write_out(out, &merged, &sidecars)?;
+    Ok(Written {
+        bundle: merged,
+        sidecars: sidecars.len(),
+        sidecar_bytes: sidecars.iter().map(|(_, b)| b.len() as u64).sum(),
+    })
+}
+
 pub fn run(args: &MergeArgs) -> anyhow::Result<ExitCode> {
     let files = rank_files(&args.dir)?;
     if files.is_empty() {
@@ -136,29 +160,30 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitCode> {
         .zip(&files)
         .map(|(b, (_, p))| (b.id.clone(), p.clone()))
         .collect();
-    let merged = stallscope_bundle::merge::merge(bundles).map_err(|e| {
-        let named: Vec<String> = e
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.dir.join("bundle.merged.json"));
+    let Written {
+        bundle: merged,
+        sidecars,
+        sidecar_bytes,
+    } = merge_into(bundles, &out).map_err(|e| {
+        let Some(m) = e.downcast_ref::<MergeError>() else {
+            return e;
+        };
+        let named: Vec<String> = m
             .bundles()
             .iter()
             .filter_map(|id| ids.iter().find(|(i, _)| i == id))
             .map(|(id, p)| format!("{id} is {}", p.display()))
             .collect();
-        let mut m = format!("{}: {e}", args.dir.display());
+        let mut text = format!("{}: {m}", args.dir.display());
         if !named.is_empty() {
-            m.push_str(&format!(" ({})", named.join(", ")));
+            text.push_str(&format!(" ({})", named.join(", ")));
         }
-        anyhow::Error::msg(m)
+        anyhow::Error::msg(text)
     })?;
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| args.dir.join("bundle.merged.json"));
-    let Compacted {
-        bundle: merged,
-        sidecars,
-    } = compact_on(merged, threads());
-    write_out(&out, &merged, &sidecars)?;
-    let sidecar_bytes: u64 = sidecars.iter().map(|(_, b)| b.len() as u64).sum();
     let state = match merged.status.state {
         RunState::Complete => "complete",
         _ => "partial",
@@ -168,10 +193,9 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitCode> {
         merged.ranks.len(),
         out.display()
     );
-    if !sidecars.is_empty() {
+    if sidecars > 0 {
         println!(
-            "  with {} sidecar file(s) of per-rank steps beside it, {:.1} MB",
-            sidecars.len(),
+            "  with {sidecars} sidecar file(s) of per-rank steps beside it, {:.1} MB",
             sidecar_bytes as f64 / 1e6
         );
     }

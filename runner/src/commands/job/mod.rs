@@ -9,6 +9,7 @@
 //! Python side is `python/stallscope_job` (`docs/job-protocol.md`).
 
 mod grid;
+mod ranks;
 mod records;
 mod replay;
 mod session;
@@ -75,7 +76,7 @@ pub fn run(args: &JobArgs) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    Ok(finish(s, args.output.style(), &closing))
+    Ok(finish(s, args.output.style(), &closing, &plan))
 }
 
 fn plan(args: &JobArgs, out_dir: &Path) -> anyhow::Result<JobPlan> {
@@ -89,6 +90,7 @@ fn plan(args: &JobArgs, out_dir: &Path) -> anyhow::Result<JobPlan> {
         timeout: Duration::from_secs_f64(args.timeout),
         work,
         python_dir: stallscope_peers::harness::dir().map_err(anyhow::Error::msg)?,
+        ranks: Default::default(),
     })
 }
 
@@ -118,13 +120,22 @@ fn tuned_grid(plan: &JobPlan, cx: &UnitCtx) -> (Vec<grid::Point>, Vec<String>, O
     }
 }
 
-/// The final status and save, the report, then `closing` (the replay's
-/// sentence or the recommendation) within 100 columns.
-fn finish(mut s: Session, style: Style, closing: &[String]) -> ExitCode {
+/// The final status and save, the ranks' bundles when the command launched
+/// ranks, the report, then `closing` (the replay's sentence or the
+/// recommendation) within 100 columns.
+fn finish(mut s: Session, style: Style, closing: &[String], plan: &JobPlan) -> ExitCode {
     s.bundle.environment.device = Some(device(s.accelerator.as_deref()));
     s.bundle.status = final_status(s.interrupted, s.failures);
     s.save();
+    let dir = s.path.parent().unwrap_or(Path::new("."));
+    let ranks = plan.ranks.write(&s.bundle, dir).unwrap_or_else(|e| {
+        s.failures += 1;
+        Some(format!("ranks: {e:#}"))
+    });
     print_report(&s.bundle, &s.path, style);
+    if let Some(line) = ranks {
+        eprint!("{}", text::wrap(&line, "", "  ", text::WIDTH));
+    }
     if !closing.is_empty() {
         let mut out = String::from("\n");
         for (i, p) in closing.iter().enumerate() {

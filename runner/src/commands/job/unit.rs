@@ -8,14 +8,15 @@
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
-use std::sync::Mutex;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use stallscope_bundle::{Experiment, Failure, Run, TimingMode};
 use stallscope_core::driver::{Driven, UnitCtx, UnitError};
 
+use super::ranks::RankRuns;
 use super::records;
 
 /// What every unit of a job shares.
@@ -30,6 +31,8 @@ pub struct JobPlan {
     pub work: PathBuf,
     /// The folder holding `stallscope_job/` (the embedded package).
     pub python_dir: PathBuf,
+    /// Every rank's windows, when the command launched ranks.
+    pub ranks: Arc<RankRuns>,
 }
 
 /// A job's configurations (the DataLoader overrides of each) as the driver
@@ -156,6 +159,11 @@ impl JobExperiment {
         let status = wait(&mut child, self.plan.timeout, cx)?;
         let files = records::read_dir(dir).map_err(fail)?;
         let (steps, loader) = (self.plan.steps, self.plan.loader);
+        let key = (
+            self.experiment.id.clone(),
+            self.experiment.configurations[index].id.clone(),
+        );
+        self.plan.ranks.record(key, &files, mode, repeat, steps);
         // A window that did not complete: its failure, with the steps it
         // measured kept as a partial run.
         let partial = |message: String| match records::measured(&files)
