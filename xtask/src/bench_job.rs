@@ -224,7 +224,15 @@ struct Micro {
 fn micro(repo: &Path, python: &Path) -> Result<Micro> {
     let text = Cmd::new(python)
         .env("PYTHONPATH", repo.join("python"))
-        .args(["-m", "stallscope_job.overhead", "--micro", "--rounds", "40", "--steps", "500"])
+        .args([
+            "-m",
+            "stallscope_job.overhead",
+            "--micro",
+            "--rounds",
+            "40",
+            "--steps",
+            "500",
+        ])
         .read()?;
     let v: Value = serde_json::from_str(&text).context("its JSON")?;
     let diff = |variant: &str| {
@@ -354,7 +362,11 @@ fn verdict(ratio: (f64, f64, f64), in_one: Option<f64>) -> String {
         format!(
             "the pairs of processes agree: median ratio {}, {}",
             pct(ratio.0),
-            if pairs_met { "within the goal" } else { "over it" }
+            if pairs_met {
+                "within the goal"
+            } else {
+                "over it"
+            }
         )
     } else {
         format!(
@@ -568,7 +580,10 @@ mod tests {
         // Pairs that agree and a cheap proxy: met, both said.
         let text = report(&pairs, cheap());
         assert!(text.contains("step: met"), "{text}");
-        assert!(text.contains("ratio instrumented ÷ plain: 1.0032"), "{text}");
+        assert!(
+            text.contains("ratio instrumented ÷ plain: 1.0032"),
+            "{text}"
+        );
         assert!(text.contains("+0.13% of the step in one process"), "{text}");
         assert!(text.contains("the pairs of processes agree"), "{text}");
         assert!(narrow(&text), "{text}");
@@ -581,7 +596,10 @@ mod tests {
         assert!(report(&noisy, dear()).contains("step: NOT met"));
         // Without the one-process figure, noisy pairs leave it unresolved.
         let text = report(&noisy, Err("python died".into()));
-        assert!(text.contains("step: unresolved") && text.contains("python died"), "{text}");
+        assert!(
+            text.contains("step: unresolved") && text.contains("python died"),
+            "{text}"
+        );
         assert!(narrow(&text), "{text}");
         // Pairs that agree on a cost over the goal overrule a cheap proxy.
         let over = [pair(3e6, 3.06e6), pair(3e6, 3.05e6), pair(3e6, 3.07e6)];
