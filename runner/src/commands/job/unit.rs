@@ -159,11 +159,12 @@ impl JobExperiment {
         let status = wait(&mut child, self.plan.timeout, cx)?;
         let files = records::read_dir(dir).map_err(fail)?;
         let (steps, loader) = (self.plan.steps, self.plan.loader);
-        let key = (
-            self.experiment.id.clone(),
-            self.experiment.configurations[index].id.clone(),
-        );
-        self.plan.ranks.record(key, &files, mode, repeat, steps);
+        // Every rank's window, for the per-rank bundles (not the probe's:
+        // `--tune`'s probe runs outside any configuration).
+        if let Some(c) = self.experiment.configurations.get(index) {
+            let key = (self.experiment.id.clone(), c.id.clone());
+            self.plan.ranks.record(key, &files, mode, repeat, steps);
+        }
         // A window that did not complete: its failure, with the steps it
         // measured kept as a partial run.
         let partial = |message: String| match records::measured(&files)
