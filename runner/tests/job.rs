@@ -100,11 +100,7 @@ fn two_ranks_under_torchrun_give_per_rank_bundles_and_a_merged_one() {
     let out = dir.path().join("out");
     let py = peers_python();
     let torchrun = py.with_file_name("torchrun");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut c = stallscope();
     for v in [
         "RANK",

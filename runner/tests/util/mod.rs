@@ -192,3 +192,12 @@ pub fn job_fixture(name: &str) -> String {
         .join(name);
     p.to_str().unwrap().to_string()
 }
+
+/// A TCP port free on this machine now (for a launcher's master port).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
