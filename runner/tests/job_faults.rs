@@ -372,6 +372,71 @@ fn ctrl_c_stops_the_whole_tree_and_keeps_a_partial_bundle() {
     );
 }
 
+/// Ctrl-C twice (the second while the first stop still waits out a script
+/// that ignores SIGTERM): the runner quits at once with 130, and the
+/// script's process group, in a session of its own, goes with it.
+#[test]
+fn a_second_ctrl_c_quits_at_once_and_leaves_no_script_running() {
+    let dir = temp_dir("job-ctrl-c-twice");
+    let marker = dir.path().to_str().unwrap().to_string();
+    let out = dir.path().join("out");
+    let mut child = job(
+        &out,
+        &["--steps", "500", "--warmup", "1"],
+        "faults/slow_loop.py",
+        &["--delay-ms", "5", "--marker", &marker, "--ignore-sigterm"],
+    )
+    .process_group(0)
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
+    .spawn()
+    .unwrap();
+    let stderr = || std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
+    // Until the measured window is open (the script has set SIGTERM aside
+    // by then: it does so before it builds its DataLoader).
+    let unit = out.join("units").join("script-r0-whole_run");
+    let opened = || {
+        std::fs::read_dir(&unit)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|f| {
+                std::fs::read_to_string(f.path()).is_ok_and(|t| t.contains("\"type\":\"window\""))
+            })
+    };
+    let until = Instant::now() + Duration::from_secs(120);
+    while !opened() {
+        assert!(
+            Instant::now() < until,
+            "the script never started: {}",
+            stderr()
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended first: {}",
+            stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let group = -(child.id() as i32);
+    // SAFETY: signals to the runner's own process group, made above.
+    unsafe { libc::kill(group, libc::SIGINT) };
+    // The first stop is under way (SIGTERM sent, ignored: 5 s to SIGKILL).
+    std::thread::sleep(Duration::from_millis(500));
+    let quit = Instant::now();
+    // SAFETY: as above.
+    unsafe { libc::kill(group, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}: {}", stderr());
+    assert!(
+        quit.elapsed() < Duration::from_secs(3),
+        "the second Ctrl-C took {:?}",
+        quit.elapsed()
+    );
+    let left = leftovers(&marker);
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
 /// Lightning's `Trainer` (fixtures/job/train_lightning.py, no validation
 /// loader): its training DataLoader is the first iterated, so the default
 /// `--loader 0` (with `--loader 1` the script ends with the measured loader

@@ -5,6 +5,7 @@
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
@@ -204,9 +205,42 @@ pub(crate) fn exit_code(interrupted: bool, failures: usize) -> ExitCode {
 /// First Ctrl-C (or SIGTERM, SIGHUP: what torchrun and Slurm send first):
 /// stop after the current step and write a partial bundle; under ranks the
 /// others stop with it (`stallscope_core::ranks`). Second: exit at once.
+/// The process groups of the commands units started (a job's script and
+/// everything it forked), which a second Ctrl-C ends before quitting: the
+/// first one's orderly stop (SIGTERM, then SIGKILL after 5 s) is not waited
+/// for then, and a group in its own session would outlive the runner.
+static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Holds a process group in [`GROUPS`] while it lives.
+pub(crate) struct OwnedGroup(i32);
+
+/// Register the process group `pgid` until the guard drops.
+pub(crate) fn own_group(pgid: i32) -> OwnedGroup {
+    GROUPS.lock().unwrap_or_else(|e| e.into_inner()).push(pgid);
+    OwnedGroup(pgid)
+}
+
+impl Drop for OwnedGroup {
+    fn drop(&mut self) {
+        GROUPS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|g| *g != self.0);
+    }
+}
+
+/// SIGKILL every registered process group.
+fn kill_groups() {
+    for g in GROUPS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        // SAFETY: a signal to a group this runner started; it may be gone.
+        unsafe { libc::kill(-g, libc::SIGKILL) };
+    }
+}
+
 pub(crate) fn install_ctrlc() -> anyhow::Result<()> {
     let result = ctrlc::set_handler(|| {
         if STOP.swap(true, Ordering::SeqCst) {
+            kill_groups();
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
         eprintln!(

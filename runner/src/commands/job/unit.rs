@@ -156,6 +156,8 @@ impl JobExperiment {
             "unit": unit,
         });
         let mut child = self.spawn(&config)?;
+        // Ended at once should a second Ctrl-C quit the runner mid-wait.
+        let _group = crate::commands::run::own_group(child.id() as i32);
         let status = wait(&mut child, self.plan.timeout, cx)?;
         let files = records::read_dir(dir).map_err(fail)?;
         let (steps, loader) = (self.plan.steps, self.plan.loader);
