@@ -208,7 +208,8 @@ pub(crate) fn exit_code(interrupted: bool, failures: usize) -> ExitCode {
 /// The process groups of the commands units started (a job's script and
 /// everything it forked), which a second Ctrl-C ends before quitting: the
 /// first one's orderly stop (SIGTERM, then SIGKILL after 5 s) is not waited
-/// for then, and a group in its own session would outlive the runner.
+/// for then, and a group of its own, which the terminal's Ctrl-C does not
+/// reach, would outlive the runner.
 static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
 /// Holds a process group in [`GROUPS`] while it lives.
