@@ -16,7 +16,7 @@ mod util;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use stallscope_bundle::{Bundle, Configuration, Failure, ParamValue, TimingMode};
@@ -94,6 +94,41 @@ fn leftovers(marker: &str) -> Vec<String> {
             return left;
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The runner of `c` in a process group of its own (so a test can signal
+/// it as a terminal would), its standard error into `dir/stderr`.
+fn in_own_group(mut c: Command, dir: &Path) -> Child {
+    c.process_group(0)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("stderr")).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+/// Poll `ready` every 50 ms for at most `limit_s` seconds; panic, with the
+/// runner's standard error, when the limit passes or the runner ends first.
+fn wait_while_running(
+    child: &mut Child,
+    limit_s: u64,
+    what: &str,
+    stderr: &dyn Fn() -> String,
+    mut ready: impl FnMut() -> bool,
+) {
+    let until = Instant::now() + Duration::from_secs(limit_s);
+    while !ready() {
+        assert!(
+            Instant::now() < until,
+            "waited in vain for {what}: {}",
+            stderr()
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the job ended before {what}: {}",
+            stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -320,17 +355,15 @@ fn ctrl_c_stops_the_whole_tree_and_keeps_a_partial_bundle() {
     let dir = temp_dir("job-ctrl-c");
     let marker = dir.path().to_str().unwrap().to_string();
     let out = dir.path().join("out");
-    let mut child = job(
-        &out,
-        &["--steps", "6", "--warmup", "1", "--sweep", "num_workers=2"],
-        "faults/slow_loop.py",
-        &["--delay-ms", "50", "--marker", &marker],
-    )
-    .process_group(0)
-    .stdout(Stdio::null())
-    .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
-    .spawn()
-    .unwrap();
+    let mut child = in_own_group(
+        job(
+            &out,
+            &["--steps", "6", "--warmup", "1", "--sweep", "num_workers=2"],
+            "faults/slow_loop.py",
+            &["--delay-ms", "50", "--marker", &marker],
+        ),
+        dir.path(),
+    );
     let stderr = || std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
     let bundle = out.join("bundle.json");
     // Until the second configuration's script and a worker of it run (the
@@ -339,20 +372,13 @@ fn ctrl_c_stops_the_whole_tree_and_keeps_a_partial_bundle() {
     // `environment.device`, the script's own value of a swept key missing
     // until the experiment ends), so it would wait to the end.
     let second = out.join("units").join("num_workers=2-r0-whole_run");
-    let until = Instant::now() + Duration::from_secs(180);
-    while !second.exists() || processes_with(&marker).len() < 2 {
-        assert!(
-            Instant::now() < until,
-            "the second configuration never started: {}",
-            stderr()
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the job ended first: {}",
-            stderr()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_while_running(
+        &mut child,
+        180,
+        "the second configuration to start",
+        &stderr,
+        || second.exists() && processes_with(&marker).len() >= 2,
+    );
     // SAFETY: a signal to the runner's own process group, made above.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
     let status = child.wait().unwrap();
@@ -374,23 +400,21 @@ fn ctrl_c_stops_the_whole_tree_and_keeps_a_partial_bundle() {
 
 /// Ctrl-C twice (the second while the first stop still waits out a script
 /// that ignores SIGTERM): the runner quits at once with 130, and the
-/// script's process group, in a session of its own, goes with it.
+/// script's process group, which is its own, goes with it.
 #[test]
 fn a_second_ctrl_c_quits_at_once_and_leaves_no_script_running() {
     let dir = temp_dir("job-ctrl-c-twice");
     let marker = dir.path().to_str().unwrap().to_string();
     let out = dir.path().join("out");
-    let mut child = job(
-        &out,
-        &["--steps", "500", "--warmup", "1"],
-        "faults/slow_loop.py",
-        &["--delay-ms", "5", "--marker", &marker, "--ignore-sigterm"],
-    )
-    .process_group(0)
-    .stdout(Stdio::null())
-    .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
-    .spawn()
-    .unwrap();
+    let mut child = in_own_group(
+        job(
+            &out,
+            &["--steps", "500", "--warmup", "1"],
+            "faults/slow_loop.py",
+            &["--delay-ms", "5", "--marker", &marker, "--ignore-sigterm"],
+        ),
+        dir.path(),
+    );
     let stderr = || std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
     // Until the measured window is open (the script has set SIGTERM aside
     // by then: it does so before it builds its DataLoader).
@@ -404,20 +428,7 @@ fn a_second_ctrl_c_quits_at_once_and_leaves_no_script_running() {
                 std::fs::read_to_string(f.path()).is_ok_and(|t| t.contains("\"type\":\"window\""))
             })
     };
-    let until = Instant::now() + Duration::from_secs(120);
-    while !opened() {
-        assert!(
-            Instant::now() < until,
-            "the script never started: {}",
-            stderr()
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "ended first: {}",
-            stderr()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_while_running(&mut child, 120, "the window to open", &stderr, opened);
     let group = -(child.id() as i32);
     // SAFETY: signals to the runner's own process group, made above.
     unsafe { libc::kill(group, libc::SIGINT) };

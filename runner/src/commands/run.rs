@@ -202,9 +202,6 @@ pub(crate) fn exit_code(interrupted: bool, failures: usize) -> ExitCode {
     }
 }
 
-/// First Ctrl-C (or SIGTERM, SIGHUP: what torchrun and Slurm send first):
-/// stop after the current step and write a partial bundle; under ranks the
-/// others stop with it (`stallscope_core::ranks`). Second: exit at once.
 /// The process groups of the commands units started (a job's script and
 /// everything it forked), which a second Ctrl-C ends before quitting: the
 /// first one's orderly stop (SIGTERM, then SIGKILL after 5 s) is not waited
@@ -238,6 +235,10 @@ fn kill_groups() {
     }
 }
 
+/// First Ctrl-C (or SIGTERM, SIGHUP: what torchrun and Slurm send first):
+/// stop after the current step and write a partial bundle; under ranks the
+/// others stop with it (`stallscope_core::ranks`). Second: SIGKILL the
+/// units' process groups ([`own_group`]) and exit at once.
 pub(crate) fn install_ctrlc() -> anyhow::Result<()> {
     let result = ctrlc::set_handler(|| {
         if STOP.swap(true, Ordering::SeqCst) {

@@ -52,8 +52,15 @@ pub fn layout_of(f: &ProcFile) -> Option<RankLayout> {
 impl RankRuns {
     /// Keep the window of every rank in `files` (one unit's process tree):
     /// its run when it completed, else the steps it measured and why it
-    /// ended. A tree without ranks records nothing.
-    pub fn record(&self, key: Key, files: &[ProcFile], mode: &TimingMode, repeat: u32, asked: u32) {
+    /// ended (`asked` steps of the DataLoader at iteration index `loader`).
+    /// A tree without ranks records nothing.
+    pub fn record(
+        &self,
+        key: Key,
+        files: &[ProcFile],
+        (mode, repeat): (&TimingMode, u32),
+        (asked, loader): (u32, u32),
+    ) {
         let mut c = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         for f in files.iter().filter(|f| f.first("window").is_some()) {
             let Some(layout) = layout_of(f) else { continue };
@@ -62,7 +69,7 @@ impl RankRuns {
             let run = match f.first("done") {
                 Some(done) => Some(records::run(f, done, mode, repeat)),
                 None => {
-                    let why = records::ended(std::slice::from_ref(f), asked, 0)
+                    let why = records::ended(std::slice::from_ref(f), asked, loader)
                         .unwrap_or_else(|| "the window did not complete".into());
                     let failures = c.failures.entry(key.clone()).or_default();
                     failures.entry(rank).or_insert(why);

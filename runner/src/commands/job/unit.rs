@@ -165,7 +165,9 @@ impl JobExperiment {
         // `--tune`'s probe runs outside any configuration).
         if let Some(c) = self.experiment.configurations.get(index) {
             let key = (self.experiment.id.clone(), c.id.clone());
-            self.plan.ranks.record(key, &files, mode, repeat, steps);
+            self.plan
+                .ranks
+                .record(key, &files, (mode, repeat), (steps, loader));
         }
         // A window that did not complete: its failure, with the steps it
         // measured kept as a partial run.
