@@ -1,8 +1,8 @@
 //! `stallscope job` end to end: real training scripts (fixtures/job/, plain
 //! PyTorch from the peers venv) run unmodified under the real binary; the
 //! bundle validates with both timing modes per configuration, the settings
-//! the DataLoader really used, and a script's failure recorded with its
-//! exception.
+//! the DataLoader really used, every process's RSS, PSS and USS, and a
+//! script's failure recorded with its exception.
 
 #[allow(dead_code)]
 mod util;
@@ -50,6 +50,23 @@ fn a_training_script_is_measured_and_swept_unmodified() {
                     let s = r.steps.as_ref().unwrap();
                     assert_eq!(s.next_wait_ns.len(), 8, "{}", c.id);
                 }
+            }
+            // Every process at the window's end, with its PSS and USS
+            // (`smaps_rollup` is readable here): the training process and
+            // each worker by its id.
+            let ps = &r.memory.as_ref().unwrap().processes;
+            let mut roles: Vec<(&str, Option<u32>)> = ps
+                .iter()
+                .filter(|p| p.role != "child")
+                .map(|p| (p.role.as_str(), p.worker_id))
+                .collect();
+            roles.sort();
+            let want: Vec<(&str, Option<u32>)> = std::iter::once(("main", None))
+                .chain((0..workers as u32).map(|w| ("worker", Some(w))))
+                .collect();
+            assert_eq!(roles, want, "{} {mode:?}", c.id);
+            for p in ps.iter().filter(|p| p.role != "child") {
+                assert!(p.uss_bytes.is_some() && p.pss_bytes.is_some(), "{p:?}");
             }
         }
     }

@@ -571,6 +571,39 @@ format_type! {
         pub device_used_bytes: Option<u64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub device_total_bytes: Option<u64>,
+        /// Each process of a `stallscope job` window at its end (the
+        /// training process, its DataLoader workers, any other child), from
+        /// `/proc/PID/smaps_rollup`: where a worker's private memory grows
+        /// (copy-on-read of a Python-object dataset under fork) it shows in
+        /// its USS. Added in format 1.4.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub processes: Vec<ProcessMemory>,
+    }
+
+    /// One process's resident memory at a moment, in bytes. USS ≤ PSS ≤ RSS.
+    pub struct ProcessMemory {
+        /// `main` (the process that iterates the loader), `worker` (one of
+        /// its DataLoader's worker processes) or `child` (any other child,
+        /// e.g. a forkserver or a resource tracker).
+        pub role: String,
+        /// The DataLoader worker's id, for a worker.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub worker_id: Option<u32>,
+        /// Resident set size: every page in memory, shared ones included.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub rss_bytes: Option<u64>,
+        /// Proportional set size: each shared page divided among its sharers.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub pss_bytes: Option<u64>,
+        /// Unique set size: pages this process alone holds (private clean +
+        /// private dirty), what ending it would free.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub uss_bytes: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub swap_bytes: Option<u64>,
+        /// Why a figure is missing (e.g. `smaps_rollup` unreadable).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub note: Option<String>,
     }
 
     /// Per-step timings of a diagnostic run, one column per stage, integer

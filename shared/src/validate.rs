@@ -592,6 +592,23 @@ impl Validator {
                 "used ≤ total device memory",
             );
         }
+        for (i, p) in m.processes.iter().enumerate() {
+            let pairs = [
+                ("uss_bytes", p.uss_bytes, "pss_bytes", p.pss_bytes),
+                ("pss_bytes", p.pss_bytes, "rss_bytes", p.rss_bytes),
+            ];
+            for (small, a, large, b) in pairs {
+                if let (Some(a), Some(b)) = (a, b)
+                    && a > b
+                {
+                    self.push(
+                        format!("{path}.processes[{i}].{small}"),
+                        format!("{small} {a} exceeds {large} {b}"),
+                        "USS ≤ PSS ≤ RSS (private pages, a share of every page, every page)",
+                    );
+                }
+            }
+        }
     }
 
     fn loader(&mut self, l: &LoaderStats, path: &str) {

@@ -209,6 +209,16 @@ fn max_memory(runs: &[&Run]) -> Option<Memory> {
         device_peak_reserved_bytes: max(|m| m.device_peak_reserved_bytes),
         device_used_bytes: max(|m| m.device_used_bytes),
         device_total_bytes: max(|m| m.device_total_bytes),
+        // The processes of the rank whose largest worker holds the most
+        // private memory (a job's figure per worker is its worst rank's).
+        processes: mems
+            .iter()
+            .max_by_key(|m| {
+                let workers = m.processes.iter().filter(|p| p.role == "worker");
+                workers.filter_map(|p| p.uss_bytes).max()
+            })
+            .map(|m| m.processes.clone())
+            .unwrap_or_default(),
     })
 }
 

@@ -58,19 +58,24 @@ pub fn key_columns(e: &Experiment, phase: Phase) -> KeyColumns {
 
 /// The cost metrics, in the order tables show them (read from whole-run
 /// runs: a diagnostic epoch's CPU also pays for its barriers).
-pub const COST_METRICS: [Metric; 4] = [
+pub const COST_METRICS: [Metric; 6] = [
     Metric::CpuSPer1000Samples,
     Metric::CpuCoresMean,
     Metric::PeakRssAllBytes,
+    Metric::WorkerUssBytes,
+    Metric::WorkerPssBytes,
     Metric::GpuUtilizationMean,
 ];
 
 /// The cost columns of an experiment that any configuration has (format
 /// 1.2 runs), whole-run, for the compact report's cost table; empty for a
-/// bundle without cost figures.
+/// bundle without cost figures. The largest worker's USS stands for the
+/// memory per worker there (its PSS is in the full table), so the table
+/// fits in 100 columns.
 pub fn cost_columns(e: &Experiment, phase: Phase) -> Vec<MetricKey> {
     COST_METRICS
         .into_iter()
+        .filter(|m| *m != Metric::WorkerPssBytes)
         .map(|m| MetricKey::new(m, TimingMode::WholeRun, phase))
         .filter(|k| has_metric(e, k))
         .collect()

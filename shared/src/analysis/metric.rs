@@ -76,6 +76,11 @@ pub enum Metric {
     CpuCoresMean,
     /// Host peak RSS of the runner plus its worker processes' peaks.
     PeakRssAllBytes,
+    /// The largest unique set size of one DataLoader worker process at the
+    /// window's end (`stallscope job`): its private pages.
+    WorkerUssBytes,
+    /// The largest proportional set size of one worker process.
+    WorkerPssBytes,
     /// Mean of the sampled GPU utilisation (NVML), as a share.
     GpuUtilizationMean,
 }
@@ -187,6 +192,8 @@ impl Metric {
             CpuSPer1000Samples => "CPU per 1k samples",
             CpuCoresMean => "CPU cores",
             PeakRssAllBytes => "peak RSS (all)",
+            WorkerUssBytes => "worker USS (largest)",
+            WorkerPssBytes => "worker PSS (largest)",
             GpuUtilizationMean => "GPU util",
         }
     }
@@ -265,6 +272,12 @@ impl Metric {
             PeakRssAllBytes => {
                 "The runner's host peak RSS plus each worker process's peak (an upper bound: pages they share count in each)."
             }
+            WorkerUssBytes => {
+                "The private memory (USS: pages no other process holds) of the largest DataLoader worker at the window's end. Under fork a worker starts sharing its parent's pages; a Python-object dataset read by the worker copies them (copy-on-read), and that growth shows here, per worker."
+            }
+            WorkerPssBytes => {
+                "The proportional memory (PSS: each shared page divided among the processes sharing it) of the largest DataLoader worker at the window's end. The workers' PSS sum to what they really cost together."
+            }
             GpuUtilizationMean => {
                 "Mean of NVML's utilisation sampled during the epoch: the share of time any kernel ran. A clue, not performance: a higher utilisation without a shorter whole-run epoch is not an improvement."
             }
@@ -283,7 +296,9 @@ impl Metric {
             | HostPeakRssBytes
             | DeviceUsedBytes
             | PrefetchEstimateBytes
-            | PeakRssAllBytes => Quantity::Bytes,
+            | PeakRssAllBytes
+            | WorkerUssBytes
+            | WorkerPssBytes => Quantity::Bytes,
             CpuSPer1000Samples => Quantity::CpuTime,
             CpuCoresMean => Quantity::Cores,
             _ => Quantity::Duration,
@@ -329,7 +344,9 @@ impl Metric {
             | HostPeakRssBytes
             | DeviceUsedBytes
             | PrefetchEstimateBytes
-            | PeakRssAllBytes => None,
+            | PeakRssAllBytes
+            | WorkerUssBytes
+            | WorkerPssBytes => None,
             TimeToFirstBatchS | Readiness => None,
             CpuSPer1000Samples | CpuCoresMean | GpuUtilizationMean => None,
             _ => Some(TimingMode::Diagnostic),
@@ -419,6 +436,8 @@ impl Metric {
                 (c.wall_s > 0.0 && c.cpu_s.is_finite()).then(|| c.cpu_s / c.wall_s)
             }
             PeakRssAllBytes => peak_rss_all_bytes(r).map(|b| b as f64),
+            WorkerUssBytes => largest_worker(r, |p| p.uss_bytes),
+            WorkerPssBytes => largest_worker(r, |p| p.pss_bytes),
             GpuUtilizationMean => {
                 let t = r.timeline.as_ref()?;
                 let u: Vec<f64> = t
@@ -432,6 +451,13 @@ impl Metric {
             }
         }
     }
+}
+
+/// The largest figure of a run's DataLoader worker processes.
+fn largest_worker(r: &Run, f: fn(&crate::format::ProcessMemory) -> Option<u64>) -> Option<f64> {
+    let m = r.memory.as_ref()?;
+    let workers = m.processes.iter().filter(|p| p.role == "worker");
+    workers.filter_map(f).max().map(|b| b as f64)
 }
 
 /// A stage's mean over the step's mean: the step is the sum of the stages

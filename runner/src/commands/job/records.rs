@@ -10,7 +10,8 @@ use std::path::Path;
 use serde_json::Value;
 use stallscope_bundle::analysis::diagnostic_from_series;
 use stallscope_bundle::{
-    CpuCost, CpuPart, CpuPartKind, LoaderStats, Memory, Run, StepSeries, TimingMode, WholeRun,
+    CpuCost, CpuPart, CpuPartKind, LoaderStats, Memory, ProcessMemory, Run, StepSeries, TimingMode,
+    WholeRun,
 };
 use stallscope_core::measure::EpochSlot;
 
@@ -179,24 +180,42 @@ fn cost(cpu: &Value, samples: u64) -> Option<CpuCost> {
     })
 }
 
-/// The process's memory at the window's end: the main process's peak, and
-/// the DataLoader workers' resident memory summed.
+/// The process's memory at the window's end: the main process's peak, the
+/// DataLoader workers' resident memory summed, and each process's RSS, PSS
+/// and USS.
 fn memory(f: &ProcFile) -> Option<Memory> {
     let m = f.first("memory")?;
-    let workers: u64 = m["processes"]
+    let processes: Vec<ProcessMemory> = m["processes"]
         .as_array()
-        .map(|ps| {
-            ps.iter()
-                .filter(|p| p["role"] == "worker")
-                .filter_map(|p| p["rss_bytes"].as_u64())
-                .sum()
-        })
-        .unwrap_or(0);
+        .into_iter()
+        .flatten()
+        .map(process_memory)
+        .collect();
+    let workers: u64 = processes
+        .iter()
+        .filter(|p| p.role == "worker")
+        .filter_map(|p| p.rss_bytes)
+        .sum();
     Some(Memory {
         host_peak_rss_bytes: m["main_peak_rss_bytes"].as_u64(),
         workers_peak_rss_bytes: (workers > 0).then_some(workers),
+        processes,
         ..Memory::default()
     })
+}
+
+/// One entry of a `memory` record's `processes`.
+fn process_memory(p: &Value) -> ProcessMemory {
+    let bytes = |k: &str| p[k].as_u64();
+    ProcessMemory {
+        role: p["role"].as_str().unwrap_or("?").to_string(),
+        worker_id: p["worker_id"].as_u64().and_then(|w| u32::try_from(w).ok()),
+        rss_bytes: bytes("rss_bytes"),
+        pss_bytes: bytes("pss_bytes"),
+        uss_bytes: bytes("uss_bytes"),
+        swap_bytes: bytes("swap_bytes"),
+        note: p["why"].as_str().map(String::from),
+    }
 }
 
 /// Why a process ended without completing its window, in one sentence from
