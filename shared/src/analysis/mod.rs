@@ -3,7 +3,8 @@
 //! mixed), comparison tables, sweet spots, stall attribution, verdicts and
 //! the OOM plausibility check, the per-rank analysis of a merged multi-rank
 //! bundle, its job figures and scaling efficiency, the CPU cost of a
-//! configuration, and the recommendation of a tuned job.
+//! configuration, and a `stallscope job` bundle digested (its recommendation,
+//! replay ceiling and memory per worker).
 
 mod compare;
 mod cost;
@@ -19,6 +20,7 @@ mod table;
 mod tune;
 mod units;
 mod verdict;
+mod your_job;
 
 pub use compare::*;
 pub use cost::*;
@@ -34,3 +36,4 @@ pub use table::*;
 pub use tune::*;
 pub use units::*;
 pub use verdict::*;
+pub use your_job::*;

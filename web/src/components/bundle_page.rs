@@ -1,5 +1,7 @@
 //! A bundle: its provenance, the machine, the suite, and one verdict per
-//! experiment with the figure it rests on, and a merged bundle's ranks.
+//! experiment with the figure it rests on, a job bundle's answer (its
+//! recommendation, replay ceiling and memory per worker) and a merged
+//! bundle's ranks.
 
 use leptos::prelude::*;
 use stallscope_bundle::analysis::verdict_in;
@@ -9,6 +11,7 @@ use crate::components::environment::Environment;
 use crate::components::missing::Missing;
 use crate::components::provenance::Provenance;
 use crate::components::rank_list::RankList;
+use crate::components::your_job::YourJob;
 use crate::route::{ExperimentView, Route};
 use crate::state::AppState;
 
@@ -45,6 +48,7 @@ fn bundle_view(b: std::sync::Arc<Bundle>) -> impl IntoView {
             <p class="meta muted">{format!("id {} · created {}", b.id, b.created_at)}</p>
             {status.map(|s| view! { <p class="warning">{s} " " {status_message.clone()}</p> })}
             <p><a href=how>"How to read this report"</a></p>
+            <YourJob bundle=b.clone()/>
             <section class="experiments">
                 <h2>"Experiments"</h2>
                 {b.experiments

@@ -22,3 +22,4 @@ pub mod rank_list;
 pub mod ranks;
 pub mod stragglers;
 pub mod timelines;
+pub mod your_job;

@@ -1,7 +1,7 @@
 //! The browser tests: a site exported by the real `stallscope site` from the
 //! published FashionMNIST bundle, a measured one and a bundle whose title is
 //! HTML, one from the three engines and a generated merged multi-rank
-//! bundle, served by `stallscope serve`, checked in headless Chromium (plus a
+//! bundle and a measured `stallscope job --tune` bundle, served by `stallscope serve`, checked in headless Chromium (plus a
 //! bundle of a newer format minor, loaded with `?bundle=`). Each
 //! check is named, prints its own failure, and screenshots go to
 //! `target/screenshots/`.
@@ -12,6 +12,7 @@ mod peers;
 mod ranks;
 mod ranks_job;
 mod reports;
+mod your_job;
 
 use super::{Server, export_site};
 use anyhow::{Context, Result, bail};
@@ -25,7 +26,7 @@ const MEASURED: &str = "fixtures/measured/cpu-quickstart-quick.json";
 const XSS_TITLE: &str = "<img src=x onerror=alert(1)>";
 const XSS_ID: &str = "xss-title-test";
 const STEPS_ID: &str = "generated-steps-test";
-const SITE_BUNDLES: usize = 10;
+const SITE_BUNDLES: usize = 11;
 const WAIT: Duration = Duration::from_secs(20);
 
 /// One browser test.
@@ -82,6 +83,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
             repo.join(peers::PEERS),
             repo.join(peers::TUTORIAL),
             repo.join(peers::TUTORIAL_RUN),
+            repo.join(your_job::JOB),
             merged,
             job,
             single,
@@ -125,7 +127,7 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         shots,
         repo: repo.to_path_buf(),
     };
-    let checks: [(&str, Check); 19] = [
+    let checks: [(&str, Check); 20] = [
         ("site_lists_its_bundles", loading::site_lists_its_bundles),
         (
             "table_cells_equal_the_fixture",
@@ -171,6 +173,10 @@ pub(super) fn run(repo: &Path, runner: &Path) -> Result<()> {
         (
             "job_and_sidecar_heat_map",
             ranks_job::job_and_sidecar_heat_map,
+        ),
+        (
+            "job_page_answers_the_question",
+            your_job::job_page_answers_the_question,
         ),
     ];
     let (mut passed, mut failed) = (0, 0);

@@ -18,7 +18,7 @@ use stallscope_bundle::{
 
 use super::unit::{JobExperiment, JobPlan};
 
-pub const ID: &str = "job-replay";
+pub const ID: &str = stallscope_bundle::analysis::JOB_REPLAY_ID;
 
 /// The replay experiment of a job: one configuration, the script's own
 /// settings, both timing modes.
@@ -65,34 +65,7 @@ pub fn record(e: &mut Experiment, replayed: Option<&Value>) {
     }
 }
 
-/// The replay's whole-run figures: samples/s and step seconds (medians).
-pub struct Ceiling {
-    pub rate: f64,
-    pub step_s: f64,
-    pub batches: Option<i64>,
-    pub bytes: Option<i64>,
-}
-
-pub fn ceiling(b: &Bundle) -> Option<Ceiling> {
-    let e = b.experiment(ID)?;
-    let c = e.configurations.first().filter(|c| c.failure.is_none())?;
-    let key = |m| MetricKey::new(m, TimingMode::WholeRun, preferred_phase(e));
-    let int = |k: &str| match c.params.get(k) {
-        Some(ParamValue::Int(n)) => Some(*n),
-        _ => None,
-    };
-    Some(Ceiling {
-        rate: metric_value(c, &key(Metric::SamplesPerS))?,
-        step_s: metric_value(c, &key(Metric::StepTimeS))?,
-        batches: int("replay_batches"),
-        bytes: int("replay_bytes"),
-    })
-}
-
-/// The stall by difference of a configuration at `rate` samples/s.
-pub fn stall(rate: f64, ceiling: &Ceiling) -> f64 {
-    (1.0 - rate / ceiling.rate).max(0.0)
-}
+pub use stallscope_bundle::analysis::{replay_ceiling as ceiling, replay_stall as stall};
 
 /// One sentence: the ceiling against the job's own settings (`script` of
 /// the experiment `job`), with the stall by difference.

@@ -21,7 +21,7 @@ use super::session::Session;
 use super::tune;
 use super::unit::{JobExperiment, JobPlan};
 
-pub const ID: &str = "job-verify";
+pub const ID: &str = stallscope_bundle::analysis::JOB_VERIFY_ID;
 
 /// Choose from the job experiment (at `index`), verify a change, store
 /// and return the recommendation's paragraphs.
