@@ -176,6 +176,15 @@ pub fn show_bytes(bytes: f64) -> String {
     }
 }
 
+/// A step's seconds for people, in milliseconds: `155 ms`, `0.99 ms`.
+pub fn show_step_ms(s: f64) -> String {
+    if s >= 0.1 {
+        format!("{:.0} ms", s * 1e3)
+    } else {
+        format!("{:.2} ms", s * 1e3)
+    }
+}
+
 /// A ratio for people: `1.07×`.
 pub fn show_ratio(r: f64) -> String {
     if r >= 100.0 {

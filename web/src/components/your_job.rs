@@ -10,19 +10,11 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use stallscope_bundle::analysis::{
     ConfigurationMemory, JOB_ID, JobDigest, Quantity, Recommendation, ReplayCeiling, Unit,
-    Verification, job_digest, show_bytes, show_percent, show_ratio,
+    Verification, job_digest, show_bytes, show_percent, show_ratio, show_step_ms as ms,
 };
 use stallscope_bundle::{Bundle, ProcessMemory};
 
 use crate::route::{ExperimentView, Route};
-
-fn ms(s: f64) -> String {
-    if s >= 0.1 {
-        format!("{:.0} ms", s * 1e3)
-    } else {
-        format!("{:.2} ms", s * 1e3)
-    }
-}
 
 fn bytes(v: Option<u64>) -> String {
     v.map(|b| show_bytes(b as f64))

@@ -11,6 +11,7 @@
 use serde_json::{Value, json};
 use stallscope_bundle::analysis::{
     Metric, MetricKey, Quantity, Unit, metric_value, preferred_phase, show_bytes, show_percent,
+    show_step_ms as ms,
 };
 use stallscope_bundle::{
     Bundle, Configuration, Experiment, ExperimentKind, ParamValue, TimingMode,
@@ -94,12 +95,4 @@ pub fn sentence(b: &Bundle, job: &Experiment) -> Option<String> {
         unit.show(rate),
         unit.show(ceil.rate)
     ))
-}
-
-pub fn ms(s: f64) -> String {
-    if s >= 0.1 {
-        format!("{:.0} ms", s * 1e3)
-    } else {
-        format!("{:.2} ms", s * 1e3)
-    }
 }
