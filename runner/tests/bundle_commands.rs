@@ -273,6 +273,7 @@ fn report_prints_a_saved_bundle_within_100_columns() {
         "measured/wgpu-quick.json",
         "published/fashionmnist-batch-sweep.json",
         "published/pytorch-data-loading-tutorial.json",
+        "measured/cpu-job-tune.json",
     ] {
         let o = stallscope(&["report", bundle]);
         let (out, err) = text(&o);

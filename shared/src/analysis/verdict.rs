@@ -312,6 +312,23 @@ fn param_text(c: &Configuration, swept: &[String]) -> String {
         .join(", ")
 }
 
+/// A configuration named by its swept values, or by its label where another
+/// configuration of the experiment has the same values (a job's own
+/// settings read back as `num_workers 0` beside a sweep point of 0) or it
+/// has none.
+fn config_name(e: &Experiment, c: &Configuration) -> String {
+    let text = param_text(c, &e.swept);
+    let shared = e
+        .configurations
+        .iter()
+        .any(|o| o.id != c.id && param_text(o, &e.swept) == text);
+    if shared || text.is_empty() {
+        c.label.clone()
+    } else {
+        text
+    }
+}
+
 fn rate_text(e: &Experiment, v: f64) -> String {
     if throughput_metric(e) == Metric::BytesPerS {
         format!("{:.2} GB/s", v / 1e9)
@@ -494,14 +511,14 @@ fn fastest_verdict(e: &Experiment, phase: Phase) -> Option<Verdict> {
         .copied();
     let mut headline = format!(
         "Fastest: {} at {}",
-        param_text(best, &e.swept),
+        config_name(e, best),
         rate_text(e, best_rate)
     );
     if let Some((bc, br)) = base.filter(|(bc, _)| bc.id != best.id) {
         headline.push_str(&format!(
             " ({} {})",
             show_ratio(best_rate / br),
-            param_text(bc, &e.swept)
+            config_name(e, bc)
         ));
     }
     headline.push('.');
@@ -512,7 +529,7 @@ fn fastest_verdict(e: &Experiment, phase: Phase) -> Option<Verdict> {
     {
         headline.push_str(&format!(
             " Diagnostic runs (synchronized at every stage): at {} the loop waited for data {} of each step ({}).",
-            param_text(bc, &e.swept),
+            config_name(e, bc),
             show_percent(share),
             InputBound::of_share(share).label()
         ));
@@ -608,6 +625,39 @@ fn capitalize(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_configuration_sharing_its_swept_values_is_named_by_its_label() {
+        use crate::format::{ExperimentKind, Run, WholeRun};
+        let config = |id: &str, label: &str, workers: i64, rate: u64| {
+            let mut r = Run::new(format!("{id}-r"), TimingMode::WholeRun, 0, 1, Phase::Steady);
+            r.whole_run = Some(WholeRun::measured(1.0, rate, 10, 0));
+            Configuration::new(id, label)
+                .with_param("num_workers", workers)
+                .with_runs(vec![r])
+        };
+        let mut e = Experiment::new("job", ExperimentKind::Loader, "Your training job");
+        e.swept = vec!["num_workers".into()];
+        e.baseline = Some("script".into());
+        e.configurations = vec![
+            config("script", "the script's own settings", 0, 443),
+            config("w0", "num_workers=0", 0, 433),
+            config("w2", "num_workers=2", 2, 981),
+        ];
+        let v = fastest_verdict(&e, Phase::Steady).unwrap();
+        assert_eq!(
+            v.headline,
+            "Fastest: num_workers 2 at 981 samples/s (2.21× the script's own settings)."
+        );
+        // Without the duplicate the swept values name it, as before.
+        e.configurations.remove(1);
+        let v = fastest_verdict(&e, Phase::Steady).unwrap();
+        assert!(
+            v.headline.ends_with("(2.21× num_workers 0)."),
+            "{}",
+            v.headline
+        );
+    }
 
     #[test]
     fn input_bound_thresholds() {
