@@ -243,3 +243,39 @@ fn the_wait_and_comm_shares_of_a_run_are_of_a_step_that_includes_comm() {
         }
     }
 }
+
+/// A job's windows start after warm-up steps: their diagnostics set no
+/// first step apart, and each rank's steps are every step of its windows;
+/// the same series as epochs leave each epoch's first step out.
+#[test]
+fn a_jobs_window_counts_every_step_an_epoch_leaves_its_first_out() {
+    let mut g = Gen(0x5EED_0119);
+    for case in 0..60 {
+        let plan = Plan::draw(&mut g);
+        let runs = ranked_runs(&mut g, &plan);
+        let steady = |runs: &[Run]| -> u64 {
+            let per_rank = runs
+                .iter()
+                .filter(|r| r.timing_mode == TimingMode::Diagnostic && r.phase == Phase::Steady)
+                .filter(|r| r.rank == Some(0))
+                .count();
+            per_rank as u64
+        };
+        let epochs = steady(&runs);
+        let as_window: Vec<Run> = runs
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                if let (Some(s), Some(d)) = (r.steps.as_ref(), r.diagnostic.as_ref()) {
+                    let (seconds, samples) = (d.seconds.unwrap(), d.samples.unwrap());
+                    r.diagnostic = Some(diagnostic_from_window(s, seconds, samples, 0, None));
+                }
+                r
+            })
+            .collect();
+        let steps = |runs: Vec<Run>| rank_analysis(&config(runs)).unwrap().ranks[0].steps;
+        let n = plan.steps as u64;
+        assert_eq!(steps(runs), epochs * (n - 1), "case {case} {plan:?}");
+        assert_eq!(steps(as_window), epochs * n, "case {case} {plan:?}");
+    }
+}

@@ -30,7 +30,7 @@ pub const MATERIAL_COMM_SHARE: f64 = 0.10;
 pub struct RankSummary {
     pub rank: u32,
     /// Diagnostic steps the shares are read from (each epoch's first step
-    /// apart, as in the stage statistics).
+    /// apart, as in the stage statistics; every step of a job's window).
     pub steps: u64,
     /// The median step time in [`RankAnalysis::step_mode`].
     pub step_median_s: Option<f64>,
@@ -135,7 +135,13 @@ fn stage_sums(runs: &[&Run]) -> Stages {
             .as_ref()
             .filter(|s| series_len_ok(s) && !s.next_wait_ns.is_empty())
         {
-            let first = usize::from(s.next_wait_ns.len() > 1);
+            // A window after warm-up steps (a job's: no first next-wait
+            // set apart) has no epoch's first step to leave out.
+            let apart = r
+                .diagnostic
+                .as_ref()
+                .is_none_or(|d| d.first_next_wait_s.is_some());
+            let first = usize::from(apart && s.next_wait_ns.len() > 1);
             for i in first..s.next_wait_ns.len() {
                 let p = step_parts(s, i);
                 (0..4).for_each(|k| out.parts[k] += p[k]);

@@ -17,7 +17,32 @@ pub fn diagnostic_from_series(
     bytes: u64,
     iterator_creation_s: Option<f64>,
 ) -> Diagnostic {
-    let first = usize::from(s.next_wait_ns.len() > 1);
+    diagnostic_of(s, seconds, samples, bytes, iterator_creation_s, true)
+}
+
+/// The diagnostic summary of a window that starts after warm-up steps (a
+/// `stallscope job`'s): none of its steps is an epoch's first, so every step
+/// is in the statistics and no first next-wait is set apart
+/// (`first_next_wait_s` absent, which the rank analysis reads the same way).
+pub fn diagnostic_from_window(
+    s: &StepSeries,
+    seconds: f64,
+    samples: u64,
+    bytes: u64,
+    iterator_creation_s: Option<f64>,
+) -> Diagnostic {
+    diagnostic_of(s, seconds, samples, bytes, iterator_creation_s, false)
+}
+
+fn diagnostic_of(
+    s: &StepSeries,
+    seconds: f64,
+    samples: u64,
+    bytes: u64,
+    iterator_creation_s: Option<f64>,
+    first_apart: bool,
+) -> Diagnostic {
+    let first = usize::from(first_apart && s.next_wait_ns.len() > 1);
     let skip = |v: &[u64]| -> Vec<f64> { v.iter().skip(first).map(|&n| n as f64 * 1e-9).collect() };
     let comm = |i: usize| s.comm_ns.get(i).copied().unwrap_or(0);
     let sums: Vec<u64> = (0..s.next_wait_ns.len())
@@ -29,7 +54,11 @@ pub fn diagnostic_from_series(
         steps: Some(s.next_wait_ns.len() as u64),
         bytes: Some(bytes),
         iterator_creation_s,
-        first_next_wait_s: s.next_wait_ns.first().map(|&n| n as f64 * 1e-9),
+        first_next_wait_s: s
+            .next_wait_ns
+            .first()
+            .filter(|_| first_apart)
+            .map(|&n| n as f64 * 1e-9),
         next_wait: stage_stat(&skip(&s.next_wait_ns)),
         transfer: stage_stat(&skip(&s.transfer_ns)),
         compute: stage_stat(&skip(&s.compute_ns)),
@@ -82,6 +111,15 @@ mod tests {
         let w = d.next_wait.unwrap();
         assert_eq!(w.count, Some(2));
         assert_eq!(w.max_s, Some(40e-9));
+    }
+
+    #[test]
+    fn a_window_after_warm_up_counts_every_step() {
+        let d = diagnostic_from_window(&series(&[5_000, 20, 40]), 1.0, 3, 0, None);
+        assert_eq!(d.first_next_wait_s, None);
+        let w = d.next_wait.unwrap();
+        assert_eq!((w.count, w.max_s), (Some(3), Some(5e-6)));
+        assert_eq!(d.step.unwrap().count, Some(3));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use stallscope_bundle::analysis::diagnostic_from_series;
+use stallscope_bundle::analysis::diagnostic_from_window;
 use stallscope_bundle::{
     CpuCost, CpuPart, CpuPartKind, LoaderStats, Memory, ProcessMemory, Run, StepSeries, TimingMode,
     WholeRun,
@@ -140,7 +140,7 @@ pub fn run(f: &ProcFile, done: &Value, mode: &TimingMode, repeat: u32) -> Run {
     match mode {
         TimingMode::Diagnostic => {
             let creation = cold.and_then(|c| c["iterator_creation_s"].as_f64());
-            run.diagnostic = Some(diagnostic_from_series(
+            run.diagnostic = Some(diagnostic_from_window(
                 &s.series, seconds, samples, bytes, creation,
             ));
             run.steps = Some(s.series);
