@@ -70,10 +70,7 @@ pub fn run(args: &JobArgs) -> anyhow::Result<ExitCode> {
         Some(i) if args.tune && !s.interrupted => {
             closing = verify::recommend(&mut s, &plan, args.verify_pairs, i, &job);
         }
-        Some(i) if args.replay => {
-            let e = s.bundle.experiments[i].clone();
-            closing.extend(replay::sentence(&s.bundle, &e));
-        }
+        Some(_) if args.replay => closing.extend(replay::sentence(&s.bundle)),
         _ => {}
     }
     Ok(finish(s, args.output.style(), &closing, &plan))

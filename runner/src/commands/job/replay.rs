@@ -10,12 +10,9 @@
 
 use serde_json::{Value, json};
 use stallscope_bundle::analysis::{
-    Metric, MetricKey, Quantity, Unit, metric_value, preferred_phase, show_bytes, show_percent,
-    show_step_ms as ms,
+    Quantity, Unit, job_digest, show_bytes, show_percent, show_step_ms as ms,
 };
-use stallscope_bundle::{
-    Bundle, Configuration, Experiment, ExperimentKind, ParamValue, TimingMode,
-};
+use stallscope_bundle::{Bundle, Configuration, Experiment, ExperimentKind, ParamValue};
 
 use super::unit::{JobExperiment, JobPlan};
 
@@ -69,13 +66,11 @@ pub fn record(e: &mut Experiment, replayed: Option<&Value>) {
 pub use stallscope_bundle::analysis::{replay_ceiling as ceiling, replay_stall as stall};
 
 /// One sentence: the ceiling against the job's own settings (`script` of
-/// the experiment `job`), with the stall by difference.
-pub fn sentence(b: &Bundle, job: &Experiment) -> Option<String> {
-    let ceil = ceiling(b)?;
-    let key = |m| MetricKey::new(m, TimingMode::WholeRun, preferred_phase(job));
-    let own = job.configuration("script")?;
-    let rate = metric_value(own, &key(Metric::SamplesPerS))?;
-    let step = metric_value(own, &key(Metric::StepTimeS))?;
+/// the experiment `job`, as `analysis::job_digest` reads them), with the
+/// stall by difference.
+pub fn sentence(b: &Bundle) -> Option<String> {
+    let d = job_digest(b)?;
+    let (ceil, rate, step) = (d.replay?, d.script_rate?, d.script_step_s?);
     let held = match (ceil.batches, ceil.bytes) {
         (Some(n), Some(bytes)) => format!(", {n} cached batches, {}", show_bytes(bytes as f64)),
         _ => String::new(),

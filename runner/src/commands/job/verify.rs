@@ -97,7 +97,7 @@ fn change_text(
         Some(sum) => verified_sentence(sum),
         None => "Not verified: the A/B pairs did not run (a stop or a failure).".into(),
     });
-    if let (Some(line), Some(c)) = (replay::sentence(&s.bundle, e), replay::ceiling(&s.bundle)) {
+    if let (Some(line), Some(c)) = (replay::sentence(&s.bundle), replay::ceiling(&s.bundle)) {
         let stall = show_percent(replay::stall(choice.chosen.rate.median, &c));
         text.push(format!("{line} With the grid's pick it costs {stall}."));
     }
@@ -133,7 +133,7 @@ fn keep(s: &Session, e: &Experiment, c: &TuneChoice) -> Vec<String> {
             show_percent(spread)
         ));
     }
-    let (Some(line), Some(ceiling)) = (replay::sentence(&s.bundle, e), replay::ceiling(&s.bundle))
+    let (Some(line), Some(ceiling)) = (replay::sentence(&s.bundle), replay::ceiling(&s.bundle))
     else {
         return text;
     };
