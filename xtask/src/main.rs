@@ -11,6 +11,7 @@ mod demo;
 mod libtorch;
 mod peers;
 mod setup;
+mod structure;
 mod test;
 mod web;
 
@@ -35,6 +36,8 @@ const USAGE: &str = "usage: cargo xtask <task>
                       keeping their results in fixtures/bench; image-cnn sets it against a baseline
                       (--baseline); job-overhead times a script plain and under `stallscope job`
                       ([--pairs N] [--steps N] [--debug: the debug runner])
+  structure           the layering rules over the sources: module cycles, functions over 100 lines,
+                      unused dependencies, processes started outside stallscope-python
   schema              regenerate fixtures/schema/bundle.schema.json from the bundle types";
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn run() -> Result<()> {
         Some("build") => demo::build_release(&repo).map(drop),
         Some("bench") => bench::run(&repo, rest),
         Some("schema") => bench::schema(),
+        Some("structure") => structure::run(&repo),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
             Ok(())

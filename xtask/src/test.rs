@@ -31,6 +31,11 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
             run: Box::new(|| cargo().args(["fmt", "--all", "--", "--check"]).run()),
         },
         Stage {
+            name: "structure",
+            what: "module cycles, functions over 100 lines, unused dependencies, processes outside stallscope-python",
+            run: Box::new(move || crate::structure::run(repo)),
+        },
+        Stage {
             name: "scripts",
             what: "bash -n and shellcheck of scripts/*.sh (the GPU check runs only on a GPU)",
             run: Box::new(move || check_scripts(repo)),
