@@ -199,6 +199,8 @@ impl<'ast> Visit<'ast> for PathCollector {
         syn::visit::visit_path(self, p);
     }
     fn visit_item_mod(&mut self, _m: &'ast syn::ItemMod) {}
+    /// `pub(crate)`, `pub(super)`: a visibility, not a use.
+    fn visit_visibility(&mut self, _v: &'ast syn::Visibility) {}
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
         self.paths
             .extend(flatten_use(&u.tree).into_iter().map(|(_, p)| p));
