@@ -5,4 +5,5 @@
 
 pub mod cli;
 pub mod commands;
+pub mod out;
 pub mod report;

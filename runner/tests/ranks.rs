@@ -75,7 +75,7 @@ const RANK_VARS: &[&str] = &[
 fn venv_bin() -> PathBuf {
     let python = std::env::var_os("STALLSCOPE_PYTHON")
         .map(PathBuf::from)
-        .or_else(stallscope_peers::python::cached_python)
+        .or_else(stallscope_python::cached_python)
         .expect("a place for the peers' Python");
     let bin = python
         .parent()
@@ -324,7 +324,56 @@ fn torchrun_with_two_and_four_ranks_writes_bundles_that_merge() {
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         let parts = check_ranks(&out, world, "torchrun");
         check_merged(&merge(&out), world, &parts);
+        if world == 2 {
+            site_checks_the_sidecars(&out, dir.path());
+        }
     }
+}
+
+/// `stallscope site` copies a merged bundle's sidecars only after checking
+/// each against the bundle (size, checksum, bundle, stage): a damaged one
+/// is one message naming it, and no site is written.
+fn site_checks_the_sidecars(out: &Path, dir: &Path) {
+    let merged = out.join("bundle.merged.json");
+    let site = |to: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_stallscope"));
+        clean(&mut c)
+            .arg("site")
+            .arg(&merged)
+            .arg("--out")
+            .arg(dir.join(to))
+            .output()
+            .unwrap()
+    };
+    let o = site("site-ok");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let sidecar = std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "ssrs"))
+        .expect("a merged bundle of 2 ranks has sidecars");
+    assert!(
+        dir.join("site-ok/bundles")
+            .join(sidecar.file_name().unwrap())
+            .is_file()
+    );
+    let mut bytes = std::fs::read(&sidecar).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&sidecar, &bytes).unwrap();
+    let o = site("site-bad");
+    let printed = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{printed}");
+    assert!(
+        printed.contains(&sidecar.display().to_string()),
+        "{printed}"
+    );
+    assert!(printed.contains("does not belong with it"), "{printed}");
+    assert!(
+        !dir.join("site-bad/index.json").exists(),
+        "nothing is written"
+    );
 }
 
 #[test]

@@ -1,47 +1,42 @@
-//! The peer engines, `pytorch` (torch.utils.data.DataLoader) and `spdl`
-//! (SPDL's pipeline), hosted by the Python harness in `python/`. The
-//! harness only measures: it streams raw epochs back (protocol.rs) and the
-//! runner builds the bundle runs with the same code as the native loop.
+//! The peer engines: PyTorch's DataLoader (`pytorch`), SPDL's pipeline
+//! (`spdl`), DALI's CPU pipeline (`dali`) and torchdata.nodes (`nodes`),
+//! each hosted by the Python harness in `python/stallscope_peer`, one
+//! harness process per unit, started and ended by `stallscope-python`. The
+//! harness only measures: it streams raw epochs back (`protocol`) and the
+//! runner builds the bundle runs with the same `shared` code as the native
+//! loop.
+//!
+//! `run` follows one unit's harness: `reading` holds the protocol's state
+//! machine over its lines, `epoch` turns an epoch line into a run, `ending`
+//! judges how the harness ended, and `ranks` is what the other ranks of a
+//! ranked run change in all that; `timeline` samples the harness's tree.
 
-pub mod child;
-pub mod harness;
+mod ending;
+mod engines;
+mod epoch;
 pub mod protocol;
-pub mod python;
-pub mod timeline;
+mod ranks;
+mod reading;
+mod run;
+mod timeline;
+mod unit;
 
 use std::path::Path;
-use std::sync::OnceLock;
-use std::sync::atomic::AtomicBool;
 
 use serde_json::json;
 
 use stallscope_bundle::Run;
-use stallscope_core::driver::{Progress, UnitError};
+use stallscope_core::driver::UnitError;
 use stallscope_core::model_spec::ModelSpec;
-use stallscope_core::suite::{EngineName, PythonModel};
+use stallscope_core::suite::PythonModel;
 
+pub use engines::available;
 pub use protocol::{Hello, LoaderRequest, Request};
-
-/// One unit of a peer configuration.
-pub struct PeerUnit<'a> {
-    pub engine: EngineName,
-    pub exp_id: &'a str,
-    pub config_id: &'a str,
-    pub repeat: u32,
-    pub request: Request,
-    /// The native model's parameter count; the harness must build the same
-    /// (for a user's model: what the experiment's first hello reported).
-    pub expected_parameters: Option<u64>,
-    /// Where the first hello of the experiment is kept, when the runner
-    /// learns the model from the harness (a user's own model).
-    pub first_hello: Option<&'a OnceLock<Hello>>,
-    pub stop: &'a AtomicBool,
-    pub progress: &'a dyn Progress,
-}
+pub use unit::PeerUnit;
 
 /// Run one unit in a fresh harness process.
 pub fn run_unit(u: &PeerUnit) -> Result<Vec<Run>, UnitError> {
-    child::run(u)
+    run::run(u)
 }
 
 /// The model as the request names it.

@@ -3,7 +3,7 @@
 //! harness that drifts from the contract fails loudly, with the line.
 
 use serde::{Deserialize, Serialize};
-use stallscope_bundle::{LoaderStats, WorkerTracks};
+use stallscope_bundle::{Failure, LoaderStats, TimingMode, WorkerTracks};
 
 /// The protocol version both sides speak.
 pub const PROTOCOL: u32 = 1;
@@ -204,12 +204,13 @@ pub fn decode(n: usize, text: &str) -> Result<Line, ProtocolError> {
         found,
         expected: expected.into(),
     };
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        err(
-            format!("{} is not JSON ({e})", excerpt(text)),
-            "one JSON object per line (docs/peers-protocol.md)",
-        )
-    })?;
+    let value: serde_json::Value =
+        stallscope_python::parse_line("the harness", n, text).map_err(|e| {
+            err(
+                format!("{} is not JSON ({})", excerpt(text), e.cause),
+                "one JSON object per line (docs/peers-protocol.md)",
+            )
+        })?;
     let serde_json::Value::Object(mut map) = value else {
         return Err(err(
             format!("{} is not an object", excerpt(text)),
@@ -380,6 +381,19 @@ fn check_tracks(t: &WorkerTracks, steps: u64) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A timing mode as the protocol names it (`"whole_run"`, else diagnostic).
+pub(crate) fn mode(m: &str) -> TimingMode {
+    match m {
+        "whole_run" => TimingMode::WholeRun,
+        _ => TimingMode::Diagnostic,
+    }
+}
+
+/// A unit's failure in words.
+pub(crate) fn error(message: String) -> Failure {
+    Failure::Error { message }
 }
 
 #[cfg(test)]

@@ -5,15 +5,34 @@
 //! alternating), so the bench can set the loader against cores × this rate
 //! and the clocks' cost against 1%.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use serde_json::json;
 
-use crate::cli::BareImagesArgs;
 use stallscope_core::suite::{ExperimentSpec, load};
 use stallscope_loader::images::ImageDirSource;
 use stallscope_loader::{JpegDecoder, Source, SourceSpec, bare};
+
+#[derive(Debug, clap::Args)]
+pub struct BareImagesArgs {
+    /// The suite (TOML) whose loader experiment reads images.
+    pub suite: PathBuf,
+    /// The experiment's id (default: the first with an image source).
+    #[arg(long)]
+    pub experiment: Option<String>,
+    /// Passes over the images (after one unreported), each alternating images without and with
+    /// the stage clocks.
+    #[arg(long, default_value_t = 4)]
+    pub passes: u32,
+    /// Override the suite's decoder: auto, libjpeg-turbo or zune-jpeg.
+    #[arg(long)]
+    pub decoder: Option<String>,
+    /// Override the suite's scaled_decode.
+    #[arg(long)]
+    pub scaled_decode: Option<bool>,
+}
 
 pub fn run(args: &BareImagesArgs) -> anyhow::Result<ExitCode> {
     let plan = load(Some(&args.suite), None, false)?;
@@ -73,6 +92,6 @@ pub fn run(args: &BareImagesArgs) -> anyhow::Result<ExitCode> {
         "untimed_images_per_s": rates(bare::Pass::untimed_images_per_s),
         "timed_images_per_s": rates(bare::Pass::timed_images_per_s),
     });
-    println!("{}", serde_json::to_string_pretty(&out)?);
+    crate::outln!("{}", serde_json::to_string_pretty(&out)?);
     Ok(ExitCode::SUCCESS)
 }

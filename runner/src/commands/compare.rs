@@ -4,13 +4,30 @@
 //! when a bundle cannot be read. A merged bundle is compared as its job;
 //! bundles of different world sizes add their scaling efficiency.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use stallscope_bundle::analysis::{compare_bundles, compare_scaling};
 
-use crate::cli::CompareArgs;
+use super::output::OutputArgs;
 use crate::report;
 use stallscope_core::bundle_file;
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The baseline bundle.
+    pub base: PathBuf,
+    /// The bundle compared against it.
+    pub new: PathBuf,
+    /// Regression threshold in percent of whole-run throughput.
+    #[arg(long, default_value_t = 5.0)]
+    pub threshold: f64,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Shorthand for `--format json`.
+    #[arg(long, conflicts_with = "wide")]
+    pub json: bool,
+}
 
 pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
@@ -38,7 +55,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         args.output.style()
     };
     let scaling = compare_scaling(&base, &new);
-    print!(
+    crate::out!(
         "{}",
         report::render_comparison_with_scaling(&c, scaling.as_ref(), &args.base, &args.new, style)
     );

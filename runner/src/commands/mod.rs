@@ -2,8 +2,11 @@
 pub mod bare;
 pub mod compare;
 pub mod env;
+pub mod finish;
 pub mod job;
 pub mod merge;
+pub mod output;
+pub mod progress;
 pub mod report;
 pub mod run;
 pub mod serve;

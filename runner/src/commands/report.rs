@@ -3,11 +3,20 @@
 //! `--wide` / `--format markdown|csv|json`; exit 2 when the bundle cannot be
 //! read (every problem named with the file).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::ReportArgs;
+use super::output::OutputArgs;
 use crate::report;
 use stallscope_core::bundle_file;
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The bundle (JSON), e.g. out/<id>/bundle.json.
+    pub bundle: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let bundle = match bundle_file::read(&args.bundle) {
@@ -19,6 +28,6 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    print!("{}", report::render_bundle(&bundle, args.output.style()));
+    crate::out!("{}", report::render_bundle(&bundle, args.output.style()));
     Ok(ExitCode::SUCCESS)
 }

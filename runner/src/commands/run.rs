@@ -3,33 +3,61 @@
 //! [`run_plan`], and print the report.
 
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use stallscope_bundle::{Bundle, TimingMode};
+use stallscope_bundle::TimingMode;
 
-use crate::cli::RunArgs;
-use crate::report;
+use super::finish::{exit_code, install_ctrlc, print_report};
+use super::output::OutputArgs;
 use crate::report::text;
 use stallscope_core::driver::Progress;
 use stallscope_core::engine::{self, Engine, Finished, RunOptions, run_plan};
+use stallscope_core::interrupt::STOP;
 use stallscope_core::suite;
 use stallscope_torch::device::{DeviceCtx, DeviceRequest};
 use stallscope_torch::environment as envinfo;
 use stallscope_torch::experiments::TorchEngine;
 use stallscope_wgpu::WgpuEngine;
 
-/// Set by Ctrl-C; checked between steps.
-pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
-
-/// Exit code when Ctrl-C stopped the run (128 + SIGINT).
-pub const EXIT_INTERRUPTED: u8 = 130;
-/// Exit code when some configuration failed (panic, error) but the run ended.
-pub const EXIT_FAILURES: u8 = 1;
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// A suite file (TOML); without it, the preset named by --preset (default quickstart).
+    pub suite: Option<PathBuf>,
+    /// A preset suite (the files of fixtures/suites/): quickstart, fashionmnist-batch-sweep, transfer, ...
+    #[arg(long, conflicts_with = "suite")]
+    pub preset: Option<String>,
+    /// auto (CUDA when present, else the CPU), cpu, cuda, cuda:N, or wgpu (any Vulkan/Metal/DX12 device).
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Output folder; the bundle is <OUT>/bundle.json (default out/<bundle id>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Apply each experiment's `quick` overrides (fewer sizes, samples, repeats).
+    #[arg(long)]
+    pub quick: bool,
+    /// Folder holding libtorch_cuda.so (default: STALLSCOPE_LIBTORCH, then the installed PyTorch).
+    #[arg(long)]
+    pub libtorch: Option<PathBuf>,
+    /// Folder with FashionMNIST IDX files (train-images-idx3-ubyte, train-labels-idx1-ubyte);
+    /// without it, data of the same shape is generated and recorded as synthetic.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Python of the peer engines (pytorch, spdl); default: STALLSCOPE_PYTHON, then the
+    /// environment `cargo xtask setup --peers` makes in the cache.
+    #[arg(long)]
+    pub python: Option<PathBuf>,
+    /// Ranks (torchrun, srun): rank 0's address, over MASTER_ADDR and SLURM_JOB_NODELIST.
+    #[arg(long)]
+    pub master_addr: Option<String>,
+    /// Ranks: the store's port, over MASTER_PORT and the port derived from SLURM_JOB_ID.
+    #[arg(long)]
+    pub master_port: Option<u16>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
 
 struct Bar(ProgressBar);
 
@@ -105,7 +133,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         .map_err(anyhow::Error::msg)?;
     }
     if let Some(p) = &args.python {
-        stallscope_peers::python::set_python(p.clone());
+        stallscope_python::set_python(p.clone());
     }
     // The engine: wgpu, or libtorch on the device asked for.
     let wgpu;
@@ -177,83 +205,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         Some((rank, _)) => eprintln!("rank {rank}: bundle: {}", path.display()),
     }
     Ok(exit_code(interrupted, failures))
-}
-
-/// The report at the end of a run, then where the bundle is: on stdout
-/// after a table, on stderr after Markdown, CSV or JSON so stdout stays that.
-pub(crate) fn print_report(bundle: &Bundle, path: &Path, style: report::Style) {
-    print!("{}", report::render_bundle(bundle, style));
-    let line = format!("bundle: {}", path.display());
-    match style {
-        report::Style::Compact | report::Style::Wide => println!("{line}"),
-        _ => eprintln!("{line}"),
-    }
-}
-
-/// The exit code of a run: 130 after Ctrl-C, 1 when a configuration failed.
-pub(crate) fn exit_code(interrupted: bool, failures: usize) -> ExitCode {
-    if interrupted {
-        eprintln!("interrupted: partial bundle written");
-        ExitCode::from(EXIT_INTERRUPTED)
-    } else if failures > 0 {
-        ExitCode::from(EXIT_FAILURES)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// The process groups of the commands units started (a job's script and
-/// everything it forked), which a second Ctrl-C ends before quitting: the
-/// first one's orderly stop (SIGTERM, then SIGKILL after 5 s) is not waited
-/// for then, and a group of its own, which the terminal's Ctrl-C does not
-/// reach, would outlive the runner.
-static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
-
-/// Holds a process group in [`GROUPS`] while it lives.
-pub(crate) struct OwnedGroup(i32);
-
-/// Register the process group `pgid` until the guard drops.
-pub(crate) fn own_group(pgid: i32) -> OwnedGroup {
-    GROUPS.lock().unwrap_or_else(|e| e.into_inner()).push(pgid);
-    OwnedGroup(pgid)
-}
-
-impl Drop for OwnedGroup {
-    fn drop(&mut self) {
-        GROUPS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|g| *g != self.0);
-    }
-}
-
-/// SIGKILL every registered process group.
-fn kill_groups() {
-    for g in GROUPS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        // SAFETY: a signal to a group this runner started; it may be gone.
-        unsafe { libc::kill(-g, libc::SIGKILL) };
-    }
-}
-
-/// First Ctrl-C (or SIGTERM, SIGHUP: what torchrun and Slurm send first):
-/// stop after the current step and write a partial bundle; under ranks the
-/// others stop with it (`stallscope_core::ranks`). Second: SIGKILL the
-/// units' process groups ([`own_group`]) and exit at once.
-pub(crate) fn install_ctrlc() -> anyhow::Result<()> {
-    let result = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) {
-            kill_groups();
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-        eprintln!(
-            "\nstop (Ctrl-C or SIGTERM): finishing the current step and writing a partial \
-             bundle (again to quit now)"
-        );
-    });
-    match result {
-        Ok(()) | Err(ctrlc::Error::MultipleHandlers) => Ok(()),
-        Err(e) => Err(e).context("installing the Ctrl-C handler"),
-    }
 }
 
 #[cfg(test)]

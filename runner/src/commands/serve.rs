@@ -7,7 +7,15 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::cli::ServeArgs;
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The folder to serve.
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// The port on 127.0.0.1 (0 picks a free one; the URL is printed).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+}
 
 /// Run the server until the process is stopped.
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {

@@ -12,7 +12,15 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use crate::cli::SiteArgs;
+#[derive(Debug, clap::Args)]
+pub struct SiteArgs {
+    /// Bundle files (JSON); each is validated first, and nothing is written if one is bad.
+    #[arg(required = true)]
+    pub bundles: Vec<PathBuf>,
+    /// The folder to write (new, empty, or a previous site).
+    #[arg(long)]
+    pub out: PathBuf,
+}
 
 include!(concat!(env!("OUT_DIR"), "/web_dist.rs"));
 
@@ -39,6 +47,12 @@ pub enum SiteError {
     Invalid {
         file: PathBuf,
         error: stallscope_bundle::ReadError,
+    },
+    #[error("{file}: a sidecar of {bundle} that does not belong with it: {error}")]
+    Sidecar {
+        file: PathBuf,
+        bundle: PathBuf,
+        error: stallscope_bundle::sidecar::SidecarError,
     },
     #[error(
         "{dir}: the output folder is not empty and is not a stallscope site (no {SITE_INDEX}); choose an empty or new folder"
@@ -75,16 +89,16 @@ pub struct SiteIndex {
 /// `stallscope site`.
 pub fn run(args: &SiteArgs) -> anyhow::Result<ExitCode> {
     let index = write_site(&args.bundles, &args.out)?;
-    println!(
+    crate::outln!(
         "Wrote a site with {} bundle{} to {}",
         index.bundles.len(),
         if index.bundles.len() == 1 { "" } else { "s" },
         args.out.display()
     );
     for entry in &index.bundles {
-        println!("  {}  {} ({})", entry.file, entry.title, entry.provenance);
+        crate::outln!("  {}  {} ({})", entry.file, entry.title, entry.provenance);
     }
-    println!("Serve it with: stallscope serve {}", args.out.display());
+    crate::outln!("Serve it with: stallscope serve {}", args.out.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -126,13 +140,22 @@ pub fn write_site(bundles: &[PathBuf], out: &Path) -> Result<SiteIndex, SiteErro
         contents.push((file, bytes));
         // A merged bundle's per-rank step series (format 1.3) travel beside
         // it: the viewer fetches them next to the bundle.
-        for name in sidecars(&bundle) {
-            let from = path.parent().unwrap_or(Path::new(".")).join(&name);
+        // Each is checked against the bundle's record (size, checksum,
+        // bundle id, stage) and decoded, as the viewer will, before it is copied.
+        for record in sidecars(&bundle) {
+            let from = path.parent().unwrap_or(Path::new(".")).join(&record.file);
             let data = std::fs::read(&from).map_err(|error| SiteError::Read {
                 file: from.clone(),
                 error,
             })?;
-            contents.push((format!("bundles/{name}"), data));
+            stallscope_bundle::sidecar::decode_for(&data, record, &bundle.id).map_err(|error| {
+                SiteError::Sidecar {
+                    file: from.clone(),
+                    bundle: path.clone(),
+                    error,
+                }
+            })?;
+            contents.push((format!("bundles/{}", record.file), data));
         }
     }
     prepare_out_dir(out)?;
@@ -153,14 +176,14 @@ pub fn write_site(bundles: &[PathBuf], out: &Path) -> Result<SiteIndex, SiteErro
 }
 
 /// The sidecar files a merged bundle names (plain file names, checked by
-/// validation).
-fn sidecars(bundle: &stallscope_bundle::Bundle) -> Vec<String> {
+/// validation), with their records.
+fn sidecars(bundle: &stallscope_bundle::Bundle) -> Vec<&stallscope_bundle::RankSidecar> {
     bundle
         .experiments
         .iter()
         .flat_map(|e| &e.configurations)
         .filter_map(|c| c.ranks.as_ref())
-        .flat_map(|r| r.sidecars.iter().map(|s| s.file.clone()))
+        .flat_map(|r| r.sidecars.iter())
         .collect()
 }
 

@@ -6,14 +6,28 @@
 
 mod workers;
 
+use workers::us;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use serde_json::{Value, json};
 use stallscope_bundle::{Bundle, StepSeries, WorkerTracks};
 
-use crate::cli::TraceArgs;
 use stallscope_core::bundle_file;
+
+#[derive(Debug, clap::Args)]
+pub struct TraceArgs {
+    /// The bundle (JSON).
+    pub bundle: PathBuf,
+    /// The diagnostic run: its id when unique, else EXPERIMENT/CONFIGURATION/RUN.
+    #[arg(long)]
+    pub run: String,
+    /// The trace file to write (JSON).
+    #[arg(long)]
+    pub out: PathBuf,
+}
 
 /// Stage names in step order, with their thread id in the trace.
 const STAGES: [&str; 3] = ["next_wait", "transfer", "compute"];
@@ -24,7 +38,7 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<ExitCode> {
     let trace = build_trace(&bundle, &args.run)?;
     let text = serde_json::to_string(&trace)?;
     std::fs::write(&args.out, text).with_context(|| format!("writing {}", args.out.display()))?;
-    println!("{}", args.out.display());
+    crate::outln!("{}", args.out.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -95,11 +109,6 @@ pub fn trace_of(name: &str, s: &StepSeries, tracks: Option<&WorkerTracks>) -> Va
         }
     }
     json!({ "traceEvents": events, "displayTimeUnit": "ms" })
-}
-
-/// Nanoseconds as the trace's microseconds.
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1000.0
 }
 
 #[cfg(test)]

@@ -1,10 +1,20 @@
 //! `stallscope validate`: check bundles against the format; every problem of
 //! every file, each as one paragraph with its JSON path; exit 1 if any.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::ValidateArgs;
 use stallscope_core::bundle_file;
+
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Bundle files (JSON).
+    #[arg(required = true)]
+    pub bundles: Vec<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
 
 pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let mut bad = 0usize;
@@ -25,7 +35,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
                     "published"
                 };
                 if !args.json {
-                    println!(
+                    crate::outln!(
                         "{}: valid — format {}, {provenance}, {}, {}, {}",
                         path.display(),
                         b.schema_version,
@@ -51,7 +61,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else if bad > 0 {
         eprintln!("{bad} of {} bundle(s) invalid", args.bundles.len());
     }

@@ -157,7 +157,7 @@ pub fn wait_for_a_saved_configuration(path: &Path, running: &mut [Child]) {
 pub fn peers_python() -> PathBuf {
     let python = std::env::var_os("STALLSCOPE_PYTHON")
         .map(PathBuf::from)
-        .or_else(stallscope_peers::python::cached_python)
+        .or_else(stallscope_python::cached_python)
         .expect("a place for the peers' Python");
     assert!(
         python.exists(),

@@ -4,7 +4,6 @@
 //! PyTorch). Synchronization and memory counters go through here.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use stallscope_bundle::{DeviceInfo, DeviceKind, Memory};
 use tch::Device;
@@ -270,21 +269,9 @@ pub fn cuda_search_dirs(explicit: Option<&Path>) -> Vec<PathBuf> {
         dirs.push(d.join("lib"));
         dirs.push(d);
     }
-    for python in ["python3", "/opt/torch/.venv/bin/python3"] {
-        let out = Command::new(python)
-            .args([
-                "-c",
-                "import torch, os; print(os.path.join(torch.__path__[0], 'lib'))",
-            ])
-            .stderr(std::process::Stdio::null())
-            .output();
-        if let Ok(out) = out
-            && out.status.success()
-        {
-            let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-            if !dirs.contains(&d) {
-                dirs.push(d);
-            }
+    for d in stallscope_python::torch_lib_dirs() {
+        if !dirs.contains(&d) {
+            dirs.push(d);
         }
     }
     dirs

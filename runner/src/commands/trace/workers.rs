@@ -11,8 +11,6 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use stallscope_bundle::WorkerTracks;
 
-use super::us;
-
 /// Worker `w`'s track is `WORKER_TID + w`.
 const WORKER_TID: u64 = 100;
 /// The consumer's handover track (worker processes only).
@@ -195,4 +193,9 @@ fn slice(name: &str, cat: &str, tid: u64, start: u64, dur: u64, args: Value) -> 
         "ph": "X", "name": name, "cat": cat, "pid": 1, "tid": tid,
         "ts": us(start), "dur": us(dur), "args": args
     })
+}
+
+/// Nanoseconds as the trace's microseconds.
+pub(super) fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
 }

@@ -354,7 +354,7 @@ impl LoaderExperiment {
             .iter()
             .map(|p| match p.engine {
                 EngineName::Native => None,
-                e => stallscope_peers::python::available(e).err(),
+                e => stallscope_peers::available(e).err(),
             })
             .collect();
         Ok(LoaderExperiment {

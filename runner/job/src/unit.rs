@@ -5,19 +5,18 @@
 //! the records come back through files. A command that hangs is stopped at
 //! the timeout, Ctrl-C stops the whole tree, and what finished is kept.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus};
-use std::sync::atomic::Ordering;
+use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use stallscope_bundle::{Experiment, Failure, Run, TimingMode};
 use stallscope_core::driver::{Driven, UnitCtx, UnitError};
+use stallscope_python::{Ending, Process, Spawn, describe_status};
 
-use super::ranks::RankRuns;
-use super::records;
+use crate::ranks::RankRuns;
+use crate::{records, what_ran};
 
 /// What every unit of a job shares.
 #[derive(Clone)]
@@ -65,7 +64,8 @@ impl Driven for JobExperiment {
     /// After every unit, so the bundle saved then is valid: what the
     /// script's DataLoader really used, as far as the units have read it.
     fn arrange(&self, experiment: &mut Experiment) {
-        let _notes = super::record_what_ran(experiment, self);
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let _notes = what_ran::record_what_ran(experiment, &seen);
     }
 
     fn epochs_per_unit(&self) -> u64 {
@@ -156,9 +156,12 @@ impl JobExperiment {
             "unit": unit,
         });
         let mut child = self.spawn(&config)?;
-        // Ended at once should a second Ctrl-C quit the runner mid-wait.
-        let _group = crate::commands::run::own_group(child.id() as i32);
-        let status = wait(&mut child, self.plan.timeout, cx)?;
+        let status = match child.wait(self.plan.timeout, cx.stop) {
+            Ok(Ending::Exited(status)) => Some(status),
+            Ok(Ending::TimedOut) => None,
+            Ok(Ending::Stopped) => return Err(UnitError::Interrupted),
+            Err(e) => return Err(fail(format!("waiting for the command: {e}"))),
+        };
         let files = records::read_dir(dir).map_err(fail)?;
         let (steps, loader) = (self.plan.steps, self.plan.loader);
         // Every rank's window, for the per-rank bundles (not the probe's:
@@ -213,7 +216,8 @@ impl JobExperiment {
         Ok(records::run(f, done, mode, repeat))
     }
 
-    fn spawn(&self, config: &Value) -> Result<Child, UnitError> {
+    /// The command, its output passed through, the instrumentation injected.
+    fn spawn(&self, config: &Value) -> Result<Process, UnitError> {
         let (program, args) = self
             .plan
             .command
@@ -225,12 +229,11 @@ impl JobExperiment {
             path.extend(std::env::split_paths(&user).filter(|p| !p.as_os_str().is_empty()));
         }
         let path = std::env::join_paths(path).map_err(|e| fail(e.to_string()))?;
-        Command::new(program)
+        Spawn::new(program)
             .args(args)
             .env("PYTHONPATH", path)
             .env("STALLSCOPE_JOB", config.to_string())
-            .process_group(0)
-            .spawn()
+            .start()
             .map_err(|e| fail(format!("cannot start {program:?}: {e}")))
     }
 }
@@ -239,55 +242,12 @@ fn fail(message: String) -> UnitError {
     UnitError::Recorded(Box::new(Failure::Error { message }))
 }
 
-/// Wait for the command: its exit status, or `None` when it ran past the
-/// timeout. At the timeout or a stop its process group is ended (SIGTERM,
-/// so the instrumentation writes where it was, then SIGKILL).
-fn wait(
-    child: &mut Child,
-    timeout: Duration,
-    cx: &UnitCtx,
-) -> Result<Option<ExitStatus>, UnitError> {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().map_err(|e| fail(e.to_string()))? {
-            return Ok(Some(status));
-        }
-        let stop = cx.stop.load(Ordering::Relaxed);
-        if stop || started.elapsed() > timeout {
-            end_group(child);
-            if stop {
-                return Err(UnitError::Interrupted);
-            }
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn end_group(child: &mut Child) {
-    let group = -(child.id() as i32);
-    // SAFETY: signals to the child's own process group.
-    unsafe { libc::kill(group, libc::SIGTERM) };
-    let until = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < until {
-        if child.try_wait().ok().flatten().is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // SAFETY: as above; the group may already be gone.
-    unsafe { libc::kill(group, libc::SIGKILL) };
-    let _ = child.wait();
-}
-
 fn exited(status: ExitStatus, plan: &JobPlan) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    let how = match (status.code(), status.signal()) {
-        (Some(c), _) => format!("exit status {c}"),
-        (_, Some(s)) => format!("signal {s}"),
-        _ => "an unknown status".into(),
-    };
-    format!("{} ended with {how}", plan.command.join(" "))
+    format!(
+        "{} ended {}",
+        plan.command.join(" "),
+        describe_status(Some(status))
+    )
 }
 
 /// Why no window opened: the script failed first, never iterated a

@@ -5,12 +5,11 @@ use stallscope_bundle::analysis::diagnostic_from_series;
 use stallscope_bundle::{Memory, Phase, Run, StepSeries, TimingMode, WholeRun};
 use stallscope_core::cost::tree::{TreeSnapshot, tree_cost};
 
-use super::super::protocol::EpochLine;
-use super::mode;
+use crate::protocol::{EpochLine, mode};
 
 /// One epoch line as a bundle run: the same run id, phase and fields as the
 /// native loop writes, the stages computed by `shared` from the series.
-pub(super) fn to_run(e: &EpochLine, repeat: u32) -> Run {
+pub(crate) fn to_run(e: &EpochLine, repeat: u32) -> Run {
     let m = mode(&e.mode);
     let phase = if e.epoch == 0 {
         Phase::Cold
@@ -57,7 +56,7 @@ pub(super) fn to_run(e: &EpochLine, repeat: u32) -> Run {
 
 /// The CPU the harness's tree used from `before` (the line before the
 /// epoch's) to `now` (its own), and its descendants' peak memory.
-pub(super) fn add_cost(run: &mut Run, before: &TreeSnapshot, now: &TreeSnapshot, samples: u64) {
+pub(crate) fn add_cost(run: &mut Run, before: &TreeSnapshot, now: &TreeSnapshot, samples: u64) {
     run.cost = Some(tree_cost(before, now, samples, "harness"));
     if let Some(m) = run.memory.as_mut() {
         m.workers_peak_rss_bytes =

@@ -1,12 +1,10 @@
-//! Finding the peers' Python: `--python`, then `$STALLSCOPE_PYTHON`, then the
-//! environment `cargo xtask setup --peers` makes in the cache; probed once
-//! per run for its torch, spdl, DALI and torchdata versions.
+//! Finding the Python of the peer engines: `--python`, then
+//! `$STALLSCOPE_PYTHON`, then the environment `cargo xtask setup --peers`
+//! makes in the cache; probed once per run for its torch, spdl, DALI and
+//! torchdata versions.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
-
-use stallscope_core::suite::EngineName;
 
 /// The command that installs the peers environment.
 pub const INSTALL: &str = "cargo xtask setup --peers";
@@ -14,7 +12,7 @@ pub const INSTALL: &str = "cargo xtask setup --peers";
 pub const VENV: &str = "venv-2.11.0";
 
 static OVERRIDE: OnceLock<PathBuf> = OnceLock::new();
-static PROBED: OnceLock<Result<PeerEnv, String>> = OnceLock::new();
+static PROBED: OnceLock<Result<PythonEnv, String>> = OnceLock::new();
 
 /// `--python`: use this interpreter for the peers (set once, before a run).
 pub fn set_python(path: PathBuf) {
@@ -39,9 +37,9 @@ pub fn cached_python() -> Option<PathBuf> {
     cache_root().map(|c| c.join("peers").join(VENV).join("bin/python"))
 }
 
-/// A working peers Python and what it has.
+/// A working Python and what it has.
 #[derive(Debug, Clone)]
-pub struct PeerEnv {
+pub struct PythonEnv {
     pub python: PathBuf,
     /// Where it came from: `--python`, `STALLSCOPE_PYTHON` or the cache.
     pub from: &'static str,
@@ -100,17 +98,14 @@ except Exception as e:
 print(json.dumps(d))
 "#;
 
-fn probe_now() -> Result<PeerEnv, String> {
+fn probe_now() -> Result<PythonEnv, String> {
     let (python, from) = choose()?;
-    let out = Command::new(&python)
-        .args(["-c", PROBE])
-        .output()
-        .map_err(|e| {
-            format!(
-                "cannot start the peers' Python {} (from {from}): {e}; install it with `{INSTALL}`",
-                python.display()
-            )
-        })?;
+    let out = crate::process::output(python.as_os_str(), &["-c", PROBE]).map_err(|e| {
+        format!(
+            "cannot start the peers' Python {} (from {from}): {e}; install it with `{INSTALL}`",
+            python.display()
+        )
+    })?;
     let text = String::from_utf8_lossy(&out.stdout);
     let v: serde_json::Value = serde_json::from_str(text.trim()).map_err(|_| {
         format!(
@@ -128,7 +123,7 @@ fn probe_now() -> Result<PeerEnv, String> {
             s("torch_error").unwrap_or_default()
         )
     })?;
-    Ok(PeerEnv {
+    Ok(PythonEnv {
         python,
         from,
         python_version: s("python").unwrap_or_default(),
@@ -140,25 +135,27 @@ fn probe_now() -> Result<PeerEnv, String> {
 }
 
 /// The peers' Python, probed once per process.
-pub fn env() -> &'static Result<PeerEnv, String> {
+pub fn env() -> &'static Result<PythonEnv, String> {
     PROBED.get_or_init(probe_now)
 }
 
-/// The environment when `engine` can run here, else why not (with the
-/// command that fixes it).
-pub fn available(engine: EngineName) -> Result<&'static PeerEnv, String> {
-    let env = env().as_ref().map_err(Clone::clone)?;
-    let (module, found) = match engine {
-        EngineName::Spdl => ("spdl.pipeline", &env.spdl),
-        EngineName::Dali => ("nvidia.dali", &env.dali),
-        EngineName::Nodes => ("torchdata.nodes", &env.torchdata),
-        EngineName::Native | EngineName::Pytorch => return Ok(env),
-    };
-    match found {
-        Ok(_) => Ok(env),
-        Err(why) => Err(format!(
-            "the peers' Python {} cannot import {module} ({why}); install it with `{INSTALL}`",
-            env.python.display()
-        )),
+impl PythonEnv {
+    /// The version of `module` (`spdl.pipeline`, `nvidia.dali` or
+    /// `torchdata.nodes`) when it imports, else why not, with the command
+    /// that installs it; `torch` always imports in a probed environment.
+    pub fn module(&self, module: &str) -> Result<&str, String> {
+        let found = match module {
+            "spdl.pipeline" => &self.spdl,
+            "nvidia.dali" => &self.dali,
+            "torchdata.nodes" => &self.torchdata,
+            "torch" => return Ok(&self.torch),
+            other => return Err(format!("{other} is not probed")),
+        };
+        found.as_deref().map_err(|why| {
+            format!(
+                "the peers' Python {} cannot import {module} ({why}); install it with `{INSTALL}`",
+                self.python.display()
+            )
+        })
     }
 }

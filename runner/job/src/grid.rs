@@ -70,9 +70,9 @@ pub fn param(v: &Value) -> Option<ParamValue> {
     }
 }
 
-fn value(key: &str, kind: Kind, text: &str) -> anyhow::Result<Value> {
+fn value(key: &str, kind: Kind, text: &str) -> Result<Value, String> {
     let t = text.trim();
-    let bad = |what: &str| anyhow::anyhow!("--sweep {key}={text}: expected {what}");
+    let bad = |what: &str| format!("--sweep {key}={text}: expected {what}");
     Ok(match kind {
         Kind::Count => json!(t.parse::<u64>().map_err(|_| bad("a whole number"))?),
         Kind::CountOrNone if t == "none" => Value::Null,
@@ -87,22 +87,22 @@ fn value(key: &str, kind: Kind, text: &str) -> anyhow::Result<Value> {
 }
 
 /// Parse one `KEY=V1,V2,...`.
-fn parse(sweep: &str) -> anyhow::Result<(String, Vec<Value>)> {
+fn parse(sweep: &str) -> Result<(String, Vec<Value>), String> {
     let (key, values) = sweep
         .split_once('=')
-        .ok_or_else(|| anyhow::anyhow!("--sweep {sweep}: expected KEY=V1,V2,..."))?;
+        .ok_or_else(|| format!("--sweep {sweep}: expected KEY=V1,V2,..."))?;
     let key = key.trim();
     let Some(&(_, kind)) = KEYS.iter().find(|(k, _)| *k == key) else {
         let known: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
-        anyhow::bail!(
+        return Err(format!(
             "--sweep {sweep}: {key:?} is not one of {}",
             known.join(", ")
-        );
+        ));
     };
     let values = values
         .split(',')
         .map(|v| value(key, kind, v))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     Ok((key.to_string(), values))
 }
 
@@ -115,11 +115,11 @@ pub fn swept(sweeps: &[String]) -> Vec<String> {
 }
 
 /// The script's own settings, then every combination of the sweeps.
-pub fn points(sweeps: &[String]) -> anyhow::Result<Vec<Point>> {
+pub fn points(sweeps: &[String]) -> Result<Vec<Point>, String> {
     let parsed = sweeps
         .iter()
         .map(|s| parse(s))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     let mut combos: Vec<Map<String, Value>> = vec![Map::new()];
     for (key, values) in &parsed {
         combos = combos
@@ -180,20 +180,14 @@ mod tests {
 
     #[test]
     fn a_bad_sweep_is_one_message_naming_it() {
-        let e = points(&["workers=2".into()]).err().unwrap().to_string();
+        let e = points(&["workers=2".into()]).err().unwrap();
         assert!(e.contains("\"workers\" is not one of num_workers"), "{e}");
-        let e = points(&["num_workers=two".into()])
-            .err()
-            .unwrap()
-            .to_string();
+        let e = points(&["num_workers=two".into()]).err().unwrap();
         assert_eq!(e, "--sweep num_workers=two: expected a whole number");
         let e = points(&["multiprocessing_context=thread".into()])
             .err()
             .unwrap();
-        assert!(
-            e.to_string()
-                .ends_with("expected fork, spawn or forkserver")
-        );
+        assert!(e.ends_with("expected fork, spawn or forkserver"));
         assert!(points(&["prefetch_factor=none,4".into()]).is_ok());
     }
 }

@@ -12,12 +12,12 @@ use stallscope_bundle::Failure;
 use stallscope_core::driver::UnitError;
 use stallscope_core::ranks;
 
-use super::spawn::Harness;
+use stallscope_python::Process;
 
 /// The runner was stopped: the other ranks learn of it before this harness
 /// leaves their collective (else they would record its absence as an
 /// error), then it is killed.
-pub(super) fn stop(h: &mut Harness) -> UnitError {
+pub(crate) fn stop(h: &mut Process) -> UnitError {
     ranks::announce_stop();
     h.kill();
     UnitError::Interrupted
@@ -27,7 +27,7 @@ pub(super) fn stop(h: &mut Harness) -> UnitError {
 /// gone, so this one would wait in the collective until the timeout), and
 /// when another rank's harness failed in this unit, this one, waiting for
 /// it in the collective, is stopped now, not at the timeout.
-pub(super) fn while_waiting(h: &mut Harness, name: &str, lines: usize) -> Result<(), UnitError> {
+pub(crate) fn while_waiting(h: &mut Process, name: &str, lines: usize) -> Result<(), UnitError> {
     ranks::another_rank_stopped();
     let at = format!("{name} harness, after {lines} lines");
     if let Some(f) = ranks::unit_failed_elsewhere(&at) {
@@ -43,7 +43,7 @@ pub(super) fn while_waiting(h: &mut Harness, name: &str, lines: usize) -> Result
 /// that died without a word is where a failure began, and is announced at
 /// once, so the ranks whose harnesses lost this one name it (the driver's
 /// own announcement comes later).
-pub(super) fn attribute(f: Failure, reported: bool, name: &str) -> Failure {
+pub(crate) fn attribute(f: Failure, reported: bool, name: &str) -> Failure {
     if reported {
         failed_with_another_rank(f, name)
     } else {
@@ -56,7 +56,7 @@ pub(super) fn attribute(f: Failure, reported: bool, name: &str) -> Failure {
 /// too (Slurm signals every process of the step; a harness ended by SIGTERM,
 /// SIGINT or SIGHUP waits up to 250 ms for the runner's own), or it lost its
 /// partner in the collective to another rank's stop.
-pub(super) fn stopped_too(stop: &AtomicBool, status: Option<ExitStatus>) -> bool {
+pub(crate) fn stopped_too(stop: &AtomicBool, status: Option<ExitStatus>) -> bool {
     let signalled = status
         .and_then(|s| s.signal())
         .is_some_and(|sig| matches!(sig, libc::SIGTERM | libc::SIGINT | libc::SIGHUP));

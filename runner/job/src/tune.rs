@@ -16,8 +16,8 @@ use serde_json::{Map, Value, json};
 use stallscope_bundle::TimingMode;
 use stallscope_core::driver::{UnitCtx, UnitError};
 
-use super::grid::{self, Point};
-use super::unit::{JobExperiment, JobPlan};
+use crate::grid::{self, Point};
+use crate::unit::{JobExperiment, JobPlan};
 
 /// What the probe read back: the measured DataLoader as the script built
 /// it, the accelerator it trained on, and the cores this process may use.

@@ -15,11 +15,11 @@ use stallscope_bundle::analysis::{
 };
 use stallscope_bundle::{Experiment, ExperimentKind, ParamValue, TimingMode};
 
-use super::grid::Point;
-use super::replay;
-use super::session::Session;
-use super::tune;
-use super::unit::{JobExperiment, JobPlan};
+use crate::grid::Point;
+use crate::replay;
+use crate::session::Session;
+use crate::tune;
+use crate::unit::{JobExperiment, JobPlan};
 
 pub const ID: &str = stallscope_bundle::analysis::JOB_VERIFY_ID;
 

@@ -11,24 +11,25 @@ use stallscope_bundle::{Failure, Run, TimingMode};
 use stallscope_core::cost::tree::TreeSnapshot;
 use stallscope_core::driver::UnitError;
 
-use super::super::protocol::{EpochLine, ErrorLine, Hello, Line, decode};
-use super::super::{PeerUnit, timeline};
-use super::spawn::Harness;
-use super::{epoch, error, mode, ranks};
+use stallscope_python::Process;
+
+use crate::protocol::{EpochLine, ErrorLine, Hello, Line, decode, error, mode};
+use crate::unit::PeerUnit;
+use crate::{epoch, ranks, timeline};
 
 /// What the harness did, as far as it got.
-pub(super) struct Reading<'a> {
+pub(crate) struct Reading<'a> {
     u: &'a PeerUnit<'a>,
     name: &'static str,
     /// The harness's process id, whose tree is measured.
     pid: u32,
     /// Every epoch the request asks for, in order.
-    pub(super) expected: Vec<(TimingMode, u32)>,
+    pub(crate) expected: Vec<(TimingMode, u32)>,
     /// Lines read so far.
     n: usize,
     hello: Option<Hello>,
-    pub(super) runs: Vec<Run>,
-    pub(super) done: bool,
+    pub(crate) runs: Vec<Run>,
+    pub(crate) done: bool,
     /// The harness tree's CPU counters at the last line (hello or epoch):
     /// an epoch's cost is what the tree used from the line before it to its
     /// own.
@@ -39,7 +40,7 @@ pub(super) struct Reading<'a> {
 
 impl<'a> Reading<'a> {
     /// Nothing read yet from the harness `pid` of unit `u`.
-    pub(super) fn new(u: &'a PeerUnit<'a>, pid: u32) -> Self {
+    pub(crate) fn new(u: &'a PeerUnit<'a>, pid: u32) -> Self {
         let expected = u
             .request
             .modes
@@ -63,7 +64,7 @@ impl<'a> Reading<'a> {
     /// Read the harness's lines until its stdout ends (`None`) or a line
     /// fails (the failure); a stop, or another rank's failure of this unit,
     /// kills it and ends the unit at once.
-    pub(super) fn follow(&mut self, h: &mut Harness) -> Result<Option<Failure>, UnitError> {
+    pub(crate) fn follow(&mut self, h: &mut Process) -> Result<Option<Failure>, UnitError> {
         self.progress_next(0);
         loop {
             if self.u.stop.load(Ordering::Relaxed) {

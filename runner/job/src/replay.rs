@@ -14,7 +14,7 @@ use stallscope_bundle::analysis::{
 };
 use stallscope_bundle::{Bundle, Configuration, Experiment, ExperimentKind, ParamValue};
 
-use super::unit::{JobExperiment, JobPlan};
+use crate::unit::{JobExperiment, JobPlan};
 
 pub const ID: &str = stallscope_bundle::analysis::JOB_REPLAY_ID;
 

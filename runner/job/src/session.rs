@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use stallscope_bundle::Bundle;
 use stallscope_core::driver::{self, Outcome, UnitCtx};
 
-use super::record_what_ran;
-use super::unit::JobExperiment;
+use crate::unit::JobExperiment;
+use crate::what_ran;
 
 pub struct Session<'a> {
     pub bundle: Bundle,
@@ -26,7 +26,7 @@ impl<'a> Session<'a> {
     pub fn new(mut bundle: Bundle, path: PathBuf, cx: &'a UnitCtx<'a>) -> Self {
         // The CPU until a unit says it trained on an accelerator, so every
         // bundle saved on the way is valid.
-        bundle.environment.device = Some(super::device(None));
+        bundle.environment.device = Some(what_ran::device(None));
         let s = Session {
             bundle,
             path,
@@ -50,6 +50,8 @@ impl<'a> Session<'a> {
             return None;
         }
         self.bundle.experiments.push(job.experiment.clone());
+        let units = job.experiment.configurations.len() as u64 * u64::from(repeats);
+        self.cx.progress.planned(units * job.modes.len() as u64);
         let index = self.bundle.experiments.len() - 1;
         let path = self.path.clone();
         let mut save_unit = |b: &Bundle| save(&path, b);
@@ -61,7 +63,8 @@ impl<'a> Session<'a> {
             self.cx,
             &mut save_unit,
         );
-        for note in record_what_ran(&mut self.bundle.experiments[index], job) {
+        let seen = job.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for note in what_ran::record_what_ran(&mut self.bundle.experiments[index], &seen) {
             if !self.bundle.notes.contains(&note) {
                 self.bundle.notes.push(note);
             }
@@ -72,7 +75,7 @@ impl<'a> Session<'a> {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
         {
-            self.bundle.environment.device = Some(super::device(Some(&a)));
+            self.bundle.environment.device = Some(what_ran::device(Some(&a)));
             self.accelerator = Some(a);
         }
         match outcome {

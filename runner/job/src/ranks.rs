@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use stallscope_bundle::{Bundle, Failure, RankLayout, Run, TimingMode};
 use stallscope_core::ranks::{MasterFlags, from_env};
 
-use super::records::{self, ProcFile};
+use crate::records::{self, ProcFile};
 
 /// How a job's ranks synchronise: the script's own collectives, not ours.
 pub const SYNC: &str = "the script's own (stallscope adds no barrier to a job)";
@@ -86,7 +86,7 @@ impl RankRuns {
     /// The per-rank bundles of `bundle` (the lowest rank's), written beside
     /// it, and the merged one; a line saying what was written, or `None`
     /// when the job had no ranks.
-    pub fn write(&self, bundle: &Bundle, dir: &Path) -> anyhow::Result<Option<String>> {
+    pub fn write(&self, bundle: &Bundle, dir: &Path) -> Result<Option<String>, String> {
         let c = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let Some(lowest) = c.layouts.keys().next().copied() else {
             return Ok(None);
@@ -97,12 +97,12 @@ impl RankRuns {
             let b = rank_bundle(bundle, &c, rank, rank == lowest, layout);
             let path = dir.join(format!("bundle.rank-{rank}.json"));
             stallscope_core::bundle_file::write_atomic(&path, &b)
-                .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+                .map_err(|e| format!("writing {}: {e}", path.display()))?;
             bundles.push(b);
         }
         let measured = bundles.len();
         let out = dir.join("bundle.merged.json");
-        let text = match crate::commands::merge::merge_into(bundles, &out) {
+        let text = match stallscope_core::merged_file::merge_into(bundles, &out) {
             Ok(_) => format!(
                 "ranks: {measured} of {world} measured; per-rank bundles bundle.rank-R.json and \
                  the merged {}",

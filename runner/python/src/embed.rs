@@ -1,7 +1,7 @@
-//! The Python packages embedded in the runner (the peers harness,
-//! `stallscope_peer`, and the job instrumentation, `stallscope_job`),
-//! written once into the cache (keyed by a hash of their text) so the runner
-//! works from any folder; `$STALLSCOPE_HARNESS_DIR` points at a checkout's
+//! The Python packages embedded in the runner (every `python/stallscope_*`:
+//! the peers harness, the job instrumentation, what they share), written
+//! once into the cache (keyed by a hash of their text) so the runner works
+//! from any folder; `$STALLSCOPE_HARNESS_DIR` points at a checkout's
 //! `python/` instead.
 
 use std::hash::{Hash, Hasher};
@@ -9,21 +9,20 @@ use std::path::PathBuf;
 
 include!(concat!(env!("OUT_DIR"), "/harness_files.rs"));
 
-/// The folder to put on `PYTHONPATH` (it holds `stallscope_peer/` and
-/// `stallscope_job/`).
-pub fn dir() -> Result<PathBuf, String> {
+/// The folder to put on `PYTHONPATH` (it holds the `stallscope_*` packages).
+pub fn packages_dir() -> Result<PathBuf, String> {
     if let Some(d) = std::env::var_os("STALLSCOPE_HARNESS_DIR").filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(d));
     }
     if FILES.is_empty() {
         return Err(
-            "this runner was built without the peers harness (python/stallscope_peer was missing)"
+            "this runner was built without its Python packages (python/stallscope_* was missing)"
                 .into(),
         );
     }
     let mut h = std::collections::hash_map::DefaultHasher::new();
     FILES.hash(&mut h);
-    let root = super::python::cache_root()
+    let root = crate::find::cache_root()
         .unwrap_or_else(std::env::temp_dir)
         .join("harness")
         .join(format!("{:016x}", h.finish()));
@@ -35,7 +34,7 @@ pub fn dir() -> Result<PathBuf, String> {
     }
     let fail = |e: std::io::Error| {
         format!(
-            "cannot write the peers harness into {}: {e}",
+            "cannot write the Python packages into {}: {e}",
             root.display()
         )
     };

@@ -1,7 +1,7 @@
-//! Build script: embeds the Python packages the runner runs, the peers
-//! harness (`python/stallscope_peer/`) and the job instrumentation
-//! (`python/stallscope_job/`, with its `boot/`), so the runner can run them
-//! from any folder.
+//! Build script: embeds the Python packages the runner runs (every
+//! `python/stallscope_*` folder: the peers harness, the job instrumentation
+//! with its `boot/`, and what they share), so the runner can run them from
+//! any folder.
 use std::path::{Path, PathBuf};
 
 /// Every `.py` file under `dir`, recursively, sorted.
@@ -24,11 +24,23 @@ fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let python = manifest.join("../../python");
+    println!("cargo:rerun-if-changed={}", python.display());
+    let mut packages: Vec<PathBuf> = std::fs::read_dir(&python)
+        .expect("python/ exists")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("stallscope_"))
+        })
+        .collect();
+    packages.sort();
     let mut files = Vec::new();
-    for package in ["stallscope_peer", "stallscope_job"] {
-        let dir = python.join(package);
+    for dir in &packages {
         println!("cargo:rerun-if-changed={}", dir.display());
-        python_files(&dir, &mut files);
+        python_files(dir, &mut files);
     }
     files.sort();
     let mut out = String::from(

@@ -1,0 +1,75 @@
+//! What a job's DataLoader really used, recorded per configuration as the
+//! units read it back (`actual_*` parameters, the script's own values of
+//! the swept keys, the loader's notes), and the device it trained on.
+
+use serde_json::Value;
+use stallscope_bundle::{Experiment, ParamValue};
+
+use crate::grid;
+
+/// The device the job trained on, as its processes said (`done`'s
+/// `accelerator`), else the CPU.
+pub(crate) fn device(accelerator: Option<&str>) -> stallscope_bundle::DeviceInfo {
+    use stallscope_bundle::{DeviceInfo, DeviceKind};
+    match accelerator {
+        Some(name) => DeviceInfo::new(DeviceKind::Cuda, name),
+        None => DeviceInfo::new(
+            DeviceKind::Cpu,
+            stallscope_core::envinfo::cpu_model().unwrap_or_else(|| "CPU".into()),
+        ),
+    }
+}
+
+/// What the job's DataLoader really used, per configuration: its settings
+/// as parameters (`actual_*`, and `actual_iterable_dataset` for an
+/// IterableDataset), read back after construction; the script's own
+/// configuration gets its values of the swept keys too. Returns the
+/// loader's notes (an IterableDataset duplicated across workers), each
+/// prefixed with its configuration, for the bundle's notes. `seen` holds
+/// each configuration's `loader` record, as far as the units read it.
+pub(crate) fn record_what_ran(e: &mut Experiment, seen: &[Option<Value>]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let swept = e.swept.clone();
+    for (c, loader) in e.configurations.iter_mut().zip(seen.iter()) {
+        for key in &swept {
+            if c.params.contains_key(key) {
+                continue;
+            }
+            if let Some(v) = loader.as_ref().and_then(|l| grid::param(&l[key.as_str()])) {
+                // Read back by a later unit than the last save's.
+                c.not_applicable.remove(key);
+                c.params.insert(key.clone(), v);
+            } else {
+                c.not_applicable.insert(
+                    key.clone(),
+                    "the script's own setting, which was not read back (no unit completed, or \
+                     the DataLoader reports none)"
+                        .into(),
+                );
+            }
+        }
+        let Some(l) = loader else { continue };
+        for key in grid::RECORDED {
+            if let Some(v) = grid::param(&l[key]) {
+                c.params.insert(format!("actual_{key}"), v);
+            }
+        }
+        if l["iterable_dataset"] == true {
+            c.params
+                .insert("actual_iterable_dataset".into(), ParamValue::from(true));
+        }
+        for n in l["notes"].as_array().into_iter().flatten() {
+            if let Some(n) = n.as_str() {
+                notes.push(format!("{} ({}): {n}", e.id, c.id));
+            }
+        }
+    }
+    if let Some(l) = seen.iter().flatten().next() {
+        for key in ["class", "dataset", "sampler", "collate_fn"] {
+            if let Some(v) = grid::param(&l[key]) {
+                e.settings.insert(format!("dataloader_{key}"), v);
+            }
+        }
+    }
+    notes
+}

@@ -1,0 +1,46 @@
+//! How a command that measures ends: its report and where the bundle is,
+//! its exit status (130 after a stop, 1 when a configuration failed), and
+//! the stop it listens for.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use stallscope_bundle::Bundle;
+use stallscope_core::interrupt::EXIT_INTERRUPTED;
+
+use crate::report;
+
+/// Exit code when some configuration failed (panic, error) but the run ended.
+pub const EXIT_FAILURES: u8 = 1;
+
+/// The report at the end of a run, then where the bundle is: on stdout
+/// after a table, on stderr after Markdown, CSV or JSON so stdout stays that.
+pub(crate) fn print_report(bundle: &Bundle, path: &Path, style: report::Style) {
+    crate::out!("{}", report::render_bundle(bundle, style));
+    let line = format!("bundle: {}", path.display());
+    match style {
+        report::Style::Compact | report::Style::Wide => crate::outln!("{line}"),
+        _ => eprintln!("{line}"),
+    }
+}
+
+/// The exit code of a run: 130 after Ctrl-C, 1 when a configuration failed.
+pub(crate) fn exit_code(interrupted: bool, failures: usize) -> ExitCode {
+    if interrupted {
+        eprintln!("interrupted: partial bundle written");
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if failures > 0 {
+        ExitCode::from(EXIT_FAILURES)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// First Ctrl-C (or SIGTERM, SIGHUP): stop after the current step and
+/// write a partial bundle (`stallscope_core::interrupt`). Second: SIGKILL
+/// the Python processes' groups (`stallscope_python::kill_all_groups`) and
+/// exit at once.
+pub(crate) fn install_ctrlc() -> anyhow::Result<()> {
+    stallscope_core::interrupt::install(stallscope_python::kill_all_groups)
+        .map_err(anyhow::Error::msg)
+}
