@@ -142,6 +142,30 @@ pub fn prefix_failure(failure: Failure, rank: u32) -> Failure {
             missing_ranks,
             message: p(message),
         },
+        Failure::WouldNotFit {
+            resource,
+            needed_bytes,
+            available_bytes,
+            message,
+        } => Failure::WouldNotFit {
+            resource,
+            needed_bytes,
+            available_bytes,
+            message: p(message),
+        },
+        Failure::Crashed {
+            cause,
+            signal,
+            exit_code,
+            message,
+            detail,
+        } => Failure::Crashed {
+            cause,
+            signal,
+            exit_code,
+            message: p(message),
+            detail,
+        },
         Failure::Unknown { kind, message } => Failure::Unknown {
             kind,
             message: Some(p(message.unwrap_or_default())),
