@@ -229,6 +229,27 @@ pub fn compare_configurations(
     Some(judge(ratio_interval(&repeat_ratios(e, a, b, of))?, f))
 }
 
+/// Whether an A/B verification confirms the change: with the job's A/A
+/// floor, when the interval of its pairs' ratios (B ÷ A) is clear above the
+/// floor; without one (bundles before format 1.5), when every pair was
+/// faster.
+pub fn verification_confirmed(ratios: &[f64], floor: Option<&NoiseFloor>) -> bool {
+    match (floor, ratio_interval(ratios)) {
+        (_, None) => false,
+        (None, Some(i)) => i.n > 0 && ratios.iter().all(|r| *r > 1.0),
+        (Some(f), Some(i)) => judge(i, f.rate_floor).difference == RatioDifference::Higher,
+    }
+}
+
+/// The order of `pairs` A/B pairs as the driver runs them (ascending,
+/// descending, ...): `AB, BA, AB`.
+pub fn pair_order(pairs: usize) -> String {
+    let v: Vec<&str> = (0..pairs)
+        .map(|i| if i % 2 == 0 { "AB" } else { "BA" })
+        .collect();
+    v.join(", ")
+}
+
 /// Whether a job's answer is resolved after a round of repeats.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolution {
