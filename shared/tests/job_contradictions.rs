@@ -389,3 +389,29 @@ fn a_crash_is_one_line_and_a_misfit_needs_more_than_there_is() {
         );
     }
 }
+
+#[test]
+fn a_change_is_stored_exactly_when_the_grid_picks_one_the_pairs_confirm() {
+    rejected(
+        |v| v["experiments"][0]["settings"]["tune_change"] = json!("none: keep your settings"),
+        "$.experiments[0].settings.tune_change",
+        &["picks a change", "confirms it"],
+    );
+    // Pairs that did not confirm it leave nothing to change.
+    rejected(
+        |v| {
+            v["experiments"][2]["settings"]["confirmed"] = json!(false);
+            let runs = &mut v["experiments"][2]["configurations"][1]["runs"];
+            for r in runs.as_array_mut().unwrap() {
+                let w = &mut r["whole_run"];
+                let s = w["seconds"].as_f64().unwrap() * 4.0;
+                let n = w["samples"].as_f64().unwrap();
+                w["seconds"] = json!(s);
+                w["samples_per_s"] = json!(n / s);
+                w["step_s"] = json!(s / w["steps"].as_f64().unwrap());
+            }
+        },
+        "$.experiments[0].settings.tune_change",
+        &["does not confirm it"],
+    );
+}

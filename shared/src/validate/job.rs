@@ -230,7 +230,12 @@ impl Validator {
                 "the chosen configuration's median whole-run samples/s over the script's own",
             );
         }
-        let confirmed = b.experiment(JOB_VERIFY_ID).map(|v| {
+        // A verification that stored no verdict (stopped, failed) says
+        // nothing about the change.
+        let verified = b
+            .experiment(JOB_VERIFY_ID)
+            .filter(|v| v.settings.contains_key("confirmed"));
+        let confirmed = verified.map(|v| {
             let ratios = pair_ratios(v, "original", "recommended");
             verification_confirmed(&ratios, job_noise_floor(e).as_ref())
         });
