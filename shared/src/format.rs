@@ -28,7 +28,7 @@ pub use open::{FAILURE_KINDS, OpenEnum};
 /// The major version this build reads and writes.
 pub const FORMAT_MAJOR: u32 = 1;
 /// The minor version this build writes.
-pub const FORMAT_MINOR: u32 = 4;
+pub const FORMAT_MINOR: u32 = 5;
 
 macro_rules! format_type {
     ($($item:item)*) => {
@@ -41,10 +41,17 @@ macro_rules! format_type {
 }
 
 mod cost;
+mod limits;
+mod noise;
 mod ranks;
 mod tracks;
 
 pub use cost::{CpuCost, CpuPart, CpuPartKind, GpuTimeline, Timeline};
+pub use limits::{
+    CopyOnRead, CrashCause, Forecast, ForecastFigure, ForecastInputs, HostLimits, Resource,
+    WorkerWindow,
+};
+pub use noise::NoiseFloor;
 pub use ranks::{JobOf, RankColumns, RankHost, RankLayout, RankSidecar};
 pub use tracks::{TrackBatches, TrackSamples, TrackStage, TrackSteps, WorkerTracks};
 
@@ -147,6 +154,12 @@ format_type! {
         /// Slurm); absent for a single process. Added in format 1.2.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub rank: Option<RankLayout>,
+        /// What this machine lets a run use (usable CPUs under affinity and
+        /// a cgroup quota, the memory limit, `/dev/shm`): what forecasts and
+        /// recommendations are held to, not the host's core count. Added in
+        /// format 1.5.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub limits: Option<HostLimits>,
     }
 
     /// The program that wrote the bundle.
@@ -303,6 +316,12 @@ format_type! {
         /// The configuration ratios are taken against unless the reader picks one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub baseline: Option<String>,
+        /// The noise floor of this experiment on this machine, from one
+        /// configuration run twice (an A/A pair, interleaved with the rest):
+        /// a ratio whose interval overlaps it is no measurable difference.
+        /// Added in format 1.5.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub noise_floor: Option<NoiseFloor>,
         /// Why the experiment could not run here (e.g. an OOM probe on a CPU).
         /// An experiment that is not applicable has no configurations.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -369,6 +388,12 @@ format_type! {
         /// the runs are then the job's. Added in format 1.3.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub ranks: Option<RankColumns>,
+        /// What the measured window forecasts for a full epoch and beyond
+        /// (shared memory in flight, each worker's memory, the total), each
+        /// figure against the machine's limit with its basis. Added in
+        /// format 1.5.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub forecast: Option<Forecast>,
     }
 
     /// Whose data loader and training loop produced a configuration's runs.
@@ -548,16 +573,32 @@ format_type! {
     }
 
     /// Memory counters of one run. Different things; each is labelled.
+    ///
+    /// **Peak** has one meaning (format 1.5): the highest resident set size
+    /// within the measured window (a job's window, an engine's epoch), reset
+    /// when the window opens; the main process's in `host_peak_rss_bytes`,
+    /// the workers' apart in `workers_peak_rss_bytes`. The OS keeps no
+    /// high-water mark of PSS or USS: those are the window's close, per
+    /// process, in `processes`, beside the RSS. Bundles before 1.5 may hold
+    /// other readings under the same names: the peer engines' `ru_maxrss`
+    /// (never reset) and the job's (warm-up and window; the workers' last
+    /// RSS summed).
     #[derive(Default)]
     pub struct Memory {
-        /// Host peak resident set size of the runner process.
+        /// The main process's peak resident set size within the measured
+        /// window, reset when it opens (the process that iterates the
+        /// loader: the runner, or a job's training process). Equal to the
+        /// main process's `peak_rss_bytes` in `processes` when both are
+        /// there.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub host_peak_rss_bytes: Option<u64>,
-        /// The loader's worker processes: the sum of each one's peak resident
-        /// set size (an upper bound on what they held at once; pages they
-        /// share, such as batches in shared memory, count in each). Absent
-        /// when the workers are threads (their memory is the runner's).
-        /// Added in format 1.2.
+        /// The loader's worker processes: the sum of each one's own peak
+        /// resident set size within the window (never their last value; an
+        /// upper bound on what they held at once; pages they share, such as
+        /// batches in shared memory, count in each). Equal to the sum of the
+        /// workers' `peak_rss_bytes` in `processes` when every worker has
+        /// one. Absent when the workers are threads (their memory is the
+        /// main process's). Added in format 1.2.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub workers_peak_rss_bytes: Option<u64>,
         /// Caching allocator: peak bytes handed to tensors.
@@ -571,7 +612,7 @@ format_type! {
         pub device_used_bytes: Option<u64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub device_total_bytes: Option<u64>,
-        /// Each process of a `stallscope job` window at its end (the
+        /// Each process of a `stallscope job` window at its close (the
         /// training process, its DataLoader workers, any other child), from
         /// `/proc/PID/smaps_rollup`: where a worker's private memory grows
         /// (copy-on-read of a Python-object dataset under fork) it shows in
@@ -580,7 +621,9 @@ format_type! {
         pub processes: Vec<ProcessMemory>,
     }
 
-    /// One process's resident memory at a moment, in bytes. USS ≤ PSS ≤ RSS.
+    /// One process's resident memory at the window's close, in bytes, and
+    /// its peak within the window. USS ≤ PSS ≤ RSS ≤ peak RSS.
+    #[derive(Default)]
     pub struct ProcessMemory {
         /// `main` (the process that iterates the loader), `worker` (one of
         /// its DataLoader's worker processes) or `child` (any other child,
@@ -604,6 +647,19 @@ format_type! {
         /// Why a figure is missing (e.g. `smaps_rollup` unreadable).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub note: Option<String>,
+        /// The process's peak resident set size within the window, reset
+        /// when it opens (Linux: `clear_refs` 5, then `VmHWM`), read with
+        /// the close's figures, so never below `rss_bytes`. For a process
+        /// started within the window (a worker), its peak since it started.
+        /// Added in format 1.5.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub peak_rss_bytes: Option<u64>,
+        /// The USS when the window opened: with `uss_bytes`, the growth of
+        /// the process's private memory within the window (a forked
+        /// worker's copy-on-read grows it with every sample read). Added in
+        /// format 1.5.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub uss_at_open_bytes: Option<u64>,
     }
 
     /// Per-step timings of a diagnostic run, one column per stage, integer
@@ -698,6 +754,36 @@ format_type! {
             #[serde(default, skip_serializing_if = "Vec::is_empty")]
             missing_ranks: Vec<u32>,
             message: String,
+        },
+        /// Not run: the forecast from a measured window said the
+        /// configuration would not fit this machine's limits (shared memory
+        /// in flight against `/dev/shm`, memory against the memory limit).
+        /// Added in format 1.5.
+        WouldNotFit {
+            resource: Resource,
+            /// The forecast's figure.
+            needed_bytes: u64,
+            /// What the machine has of it.
+            available_bytes: u64,
+            /// One sentence: the figure with its basis.
+            message: String,
+        },
+        /// The configuration's process crashed (a bus error, a worker killed,
+        /// OOM-killed, no space left); later configurations still ran.
+        /// Added in format 1.5.
+        Crashed {
+            cause: CrashCause,
+            /// The signal that ended the process, when one did.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            signal: Option<i32>,
+            /// Its exit status, when it exited.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            exit_code: Option<i32>,
+            /// One readable line: the cause and the error's telling line.
+            message: String,
+            /// The whole text (stderr's tail, the traceback), when there is one.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            detail: Option<String>,
         },
         /// A kind this build does not know, kept with its message when it has
         /// one (accepted only from a bundle of a newer minor; its other

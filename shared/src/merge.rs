@@ -10,7 +10,7 @@ use std::collections::HashMap;
 mod compact;
 pub use compact::*;
 
-use crate::format::{Bundle, Failure, RankHost, RunState, RunStatus};
+use crate::format::{Bundle, Failure, RankHost, RankLayout, RunState, RunStatus};
 
 /// Why bundles cannot be merged; each names the bundle and what was
 /// expected.
@@ -142,6 +142,30 @@ pub fn prefix_failure(failure: Failure, rank: u32) -> Failure {
             missing_ranks,
             message: p(message),
         },
+        Failure::WouldNotFit {
+            resource,
+            needed_bytes,
+            available_bytes,
+            message,
+        } => Failure::WouldNotFit {
+            resource,
+            needed_bytes,
+            available_bytes,
+            message: p(message),
+        },
+        Failure::Crashed {
+            cause,
+            signal,
+            exit_code,
+            message,
+            detail,
+        } => Failure::Crashed {
+            cause,
+            signal,
+            exit_code,
+            message: p(message),
+            detail,
+        },
         Failure::Unknown { kind, message } => Failure::Unknown {
             kind,
             message: Some(p(message.unwrap_or_default())),
@@ -149,16 +173,9 @@ pub fn prefix_failure(failure: Failure, rank: u32) -> Failure {
     }
 }
 
-/// Merge the bundles of every rank of one run (any order) into one.
-pub fn merge(bundles: Vec<Bundle>) -> Result<Bundle, MergeError> {
-    let mut ranked = Vec::with_capacity(bundles.len());
-    for b in bundles {
-        let Some(layout) = b.environment.rank.clone() else {
-            return Err(MergeError::NotRanked { bundle: b.id });
-        };
-        ranked.push((layout, b));
-    }
-    ranked.sort_by_key(|(l, _)| l.rank);
+/// The ranks of one run, sorted by rank: each once, of one world and one
+/// suite, every rank of the world there. Returns the world size.
+fn consistent(ranked: &[(RankLayout, Bundle)]) -> Result<u32, MergeError> {
     let Some((first_layout, first)) = ranked.first() else {
         return Err(MergeError::Empty);
     };
@@ -174,7 +191,7 @@ pub fn merge(bundles: Vec<Bundle>) -> Result<Bundle, MergeError> {
             });
         }
     }
-    for (l, b) in &ranked {
+    for (l, b) in ranked {
         if l.world_size != world {
             return Err(MergeError::WorldSize {
                 bundle: b.id.clone(),
@@ -210,6 +227,20 @@ pub fn merge(bundles: Vec<Bundle>) -> Result<Bundle, MergeError> {
             .collect();
         return Err(MergeError::MissingRanks { missing, world });
     }
+    Ok(world)
+}
+
+/// Merge the bundles of every rank of one run (any order) into one.
+pub fn merge(bundles: Vec<Bundle>) -> Result<Bundle, MergeError> {
+    let mut ranked = Vec::with_capacity(bundles.len());
+    for b in bundles {
+        let Some(layout) = b.environment.rank.clone() else {
+            return Err(MergeError::NotRanked { bundle: b.id });
+        };
+        ranked.push((layout, b));
+    }
+    ranked.sort_by_key(|(l, _)| l.rank);
+    let world = consistent(&ranked)?;
 
     let mut iter = ranked.into_iter();
     let (_, mut out) = iter.next().expect("at least one bundle");

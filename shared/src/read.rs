@@ -16,7 +16,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::format::{
-    Bundle, Configuration, Experiment, FORMAT_MAJOR, FORMAT_MINOR, OpenEnum, Run, SchemaVersion,
+    Bundle, Configuration, Experiment, FORMAT_MAJOR, FORMAT_MINOR, Failure, OpenEnum, Run,
+    SchemaVersion,
 };
 use crate::validate::{Problem, validate};
 
@@ -132,7 +133,7 @@ fn typed_checks(bundle: Bundle) -> Option<Result<Bundle, ReadError>> {
                     unknown.check(engine, format!("{cpath}.engine"), &mut problems);
                 }
                 if let Some(failure) = &c.failure {
-                    unknown.check(failure, format!("{cpath}.failure.kind"), &mut problems);
+                    unknown.check_failure(failure, &format!("{cpath}.failure"), &mut problems);
                 }
                 for (k, r) in c.runs.iter().enumerate() {
                     let rpath = format!("{cpath}.runs[{k}].timing_mode");
@@ -264,6 +265,20 @@ impl Unknowns {
     }
 }
 
+impl Unknowns {
+    /// A failure's kind, and the open enums of the kinds that hold one.
+    fn check_failure(self, f: &Failure, path: &str, problems: &mut Vec<Problem>) {
+        self.check(f, format!("{path}.kind"), problems);
+        match f {
+            Failure::WouldNotFit { resource, .. } => {
+                self.check(resource, format!("{path}.resource"), problems)
+            }
+            Failure::Crashed { cause, .. } => self.check(cause, format!("{path}.cause"), problems),
+            _ => {}
+        }
+    }
+}
+
 fn decode_experiment(
     v: Value,
     path: &str,
@@ -301,7 +316,7 @@ fn decode_experiment(
             unknown.check(engine, format!("{cpath}.engine"), problems);
         }
         if let Some(failure) = &config.failure {
-            unknown.check(failure, format!("{cpath}.failure.kind"), problems);
+            unknown.check_failure(failure, &format!("{cpath}.failure"), problems);
         }
         config.runs = runs
             .into_iter()

@@ -7,7 +7,9 @@
 //! The checks of the format 1.2 fields (ranks, comm, CPU cost, timelines)
 //! are in [`format12`], of the 1.3 fields (a merged configuration's rank
 //! columns, sidecars, job runs) in [`format13`], of the 1.4 worker tracks in
-//! [`tracks`].
+//! [`tracks`], of the 1.5 limits, peaks, noise floor, forecasts and failures
+//! in [`format15`]; a job bundle's derived figures are recomputed from its
+//! runs in [`job`].
 
 use std::collections::HashSet;
 
@@ -15,6 +17,8 @@ use crate::format::*;
 
 mod format12;
 mod format13;
+mod format15;
+mod job;
 mod tracks;
 
 /// One thing wrong with a bundle.
@@ -64,6 +68,7 @@ pub fn validate(bundle: &Bundle) -> Vec<Problem> {
         measured: bundle.is_measured(),
         complete: bundle.status.state == RunState::Complete,
         ranks: (!bundle.ranks.is_empty()).then(|| bundle.ranks.iter().map(|r| r.rank).collect()),
+        limits: bundle.environment.limits.clone(),
     };
     v.bundle(bundle);
     v.problems
@@ -76,6 +81,8 @@ struct Validator {
     complete: bool,
     /// The ranks a merged bundle lists (`None` for a single process).
     ranks: Option<HashSet<u32>>,
+    /// The machine's limits, which forecasts are held to.
+    limits: Option<HostLimits>,
 }
 
 impl Validator {
@@ -117,6 +124,9 @@ impl Validator {
         if let Some(l) = &b.environment.rank {
             self.rank_layout(l, "$.environment.rank");
         }
+        if let Some(l) = &b.environment.limits {
+            self.limits(l);
+        }
         self.ranks(&b.ranks);
         let mut ids = HashSet::new();
         for (i, e) in b.experiments.iter().enumerate() {
@@ -130,6 +140,7 @@ impl Validator {
             }
             self.experiment(e, &path);
         }
+        self.job(b);
     }
 
     fn environment(&mut self, env: &Environment) {
@@ -212,6 +223,7 @@ impl Validator {
             self.swept_params(&e.swept, c, &cpath);
             self.configuration(c, &cpath);
         }
+        self.noise_floor(e, path);
     }
 
     /// Every swept knob has a value in `params` or a reason in
@@ -276,7 +288,9 @@ impl Validator {
         }
         if let Some(f) = &c.failure {
             self.comm_timeout(f, &format!("{path}.failure"));
+            self.fit_failure(f, &format!("{path}.failure"));
         }
+        self.forecast(c, path);
         self.rank_columns(c, path);
         if let Some(Failure::OutOfMemory(oom)) = &c.failure
             && let Some(f) = oom.memory_fraction
@@ -592,6 +606,7 @@ impl Validator {
                 "used ≤ total device memory",
             );
         }
+        self.process_peaks(m, path);
         for (i, p) in m.processes.iter().enumerate() {
             let pairs = [
                 ("uss_bytes", p.uss_bytes, "pss_bytes", p.pss_bytes),

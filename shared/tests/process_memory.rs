@@ -23,8 +23,9 @@ fn processes(g: &mut Gen) -> Vec<ProcessMemory> {
             rss_bytes: Some(rss),
             pss_bytes: (g.below(8) > 0).then_some(pss),
             uss_bytes: (g.below(8) > 0).then_some(uss),
-            swap_bytes: None,
-            note: None,
+            peak_rss_bytes: (g.below(4) > 0).then(|| rss + g.below(1 << 20)),
+            uss_at_open_bytes: (g.below(4) > 0).then(|| g.below(uss + 1)),
+            ..ProcessMemory::default()
         });
     }
     out

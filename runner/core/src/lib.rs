@@ -24,3 +24,7 @@ pub mod merged_file;
 pub mod model_spec;
 pub mod ranks;
 pub mod suite;
+
+/// The machine's real limits (usable CPUs, the memory limit, `/dev/shm`).
+mod limits;
+pub use limits::{affinity_cpus, read_limits, read_limits_under, shm_space};

@@ -3,14 +3,19 @@
 //! mixed), comparison tables, sweet spots, stall attribution, verdicts and
 //! the OOM plausibility check, the per-rank analysis of a merged multi-rank
 //! bundle, its job figures and scaling efficiency, the CPU cost of a
-//! configuration, and a `stallscope job` bundle digested (its recommendation,
-//! replay ceiling and memory per worker).
+//! configuration, a `stallscope job` bundle digested (its recommendation,
+//! replay ceiling and memory per worker), the noise floor of an A/A pair and
+//! the verdicts it allows, forecasts of what fits, and the causes of
+//! crashes.
 
 mod compare;
 mod cost;
+mod crash;
+mod forecast;
 mod job;
 mod key;
 mod metric;
+mod noise;
 mod rank_columns;
 mod ranks;
 mod scaling;
@@ -24,9 +29,12 @@ mod your_job;
 
 pub use compare::*;
 pub use cost::*;
+pub use crash::*;
+pub use forecast::*;
 pub use job::*;
 pub use key::*;
 pub use metric::*;
+pub use noise::*;
 pub use rank_columns::*;
 pub use ranks::*;
 pub use scaling::*;

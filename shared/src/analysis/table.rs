@@ -351,6 +351,9 @@ pub fn failure_text(f: &Failure) -> String {
             };
             format!("{what} in the {operation}{missing}: {message}")
         }
+        Failure::WouldNotFit { .. } | Failure::Crashed { .. } => {
+            crate::analysis::fit_failure_text(f)
+        }
         Failure::Unknown { kind, message } => match message {
             Some(m) => format!("{kind} (a failure kind from a newer format): {m}"),
             None => format!("{kind} (a failure kind from a newer format)"),

@@ -2,18 +2,34 @@
 //! measured grid to recommend, and what the verification's interleaved
 //! whole-run A/B pairs say about it.
 //!
-//! The rule: the fastest configuration by median whole-run samples/s; the
-//! ones **within the noise** of it are those whose median is at least the
-//! fastest's × (1 − n), n the larger of the two configurations' spreads
-//! ((max − min) / median over the repeats) and never less than
-//! [`NOISE_FLOOR`]; among those the cheapest, by median CPU-seconds per 1,000
-//! samples, then by peak memory of every process, then by speed. When the
-//! baseline (the job's own settings) is within the noise of the fastest,
-//! nothing beats it beyond noise: keep it.
+//! With an A/A pair in the grid (the script's own settings run twice,
+//! `script` and `script-again`: [`crate::analysis::job_noise_floor`]), the
+//! rule is the noise module's: a configuration beats the baseline only when
+//! its repeat-wise ratio's interval is clear above the floor; among those
+//! that do, the ones the fastest of them does not measurably beat are
+//! **near**, and the recommendation is the cheapest of them by CPU-seconds
+//! per 1,000 samples, where a CPU difference inside the CPU floor is no
+//! difference, then by peak memory of every process, then by speed. None
+//! beats the baseline: keep it.
+//!
+//! Without an A/A pair (bundles before format 1.5), the old rule: the
+//! fastest configuration by median whole-run samples/s; the ones **within
+//! the noise** of it are those whose median is at least the fastest's × (1
+//! − n), n the larger of the two configurations' spreads ((max − min) /
+//! median over the repeats) and never less than [`NOISE_FLOOR`]; among
+//! those the cheapest, by median CPU-seconds per 1,000 samples, then by
+//! peak memory, then by speed; the baseline within the noise: keep it.
+//!
+//! Neither rule calls a configuration the fastest unless there is another
+//! it measurably beats ([`TuneChoice::fastest_claim`]).
 
 use crate::analysis::metric::{Metric, MetricKey, metric_summary, metric_value, preferred_phase};
+use crate::analysis::noise::{
+    JOB_SCRIPT_AGAIN_ID, RatioDifference, RatioOf, RatioVerdict, compare_configurations,
+    job_noise_floor,
+};
 use crate::analysis::summary::Summary;
-use crate::format::{Configuration, Experiment, TimingMode};
+use crate::format::{Configuration, Experiment, NoiseFloor, TimingMode};
 
 /// The least share two medians must differ by to count as different, even
 /// when the repeats agree closely (one repeat has no spread at all).
@@ -42,12 +58,29 @@ pub struct TuneChoice {
     pub near: Vec<String>,
     /// The baseline is within the noise of the fastest: nothing beats it.
     pub keep: bool,
+    /// How many configurations the choice read (the baseline among them).
+    pub candidates: usize,
+    /// The fastest measurably beats every other configuration.
+    pub fastest_clear: bool,
+    /// The A/A floor the choice was made with; `None`: the old rule.
+    pub floor: Option<NoiseFloor>,
+    /// With a floor: the chosen (when keeping, the fastest) against the
+    /// baseline, in samples/s and in CPU-seconds per 1,000 samples; `None`
+    /// where it is the baseline itself or a figure is missing.
+    pub verdict: Option<RatioVerdict>,
+    pub cpu_verdict: Option<RatioVerdict>,
 }
 
 impl TuneChoice {
     /// The chosen configuration's median samples/s over the baseline's.
     pub fn speedup(&self) -> f64 {
         self.chosen.rate.median / self.baseline.rate.median
+    }
+
+    /// The fastest, when it may be called so: there is another
+    /// configuration and it measurably beats every other one.
+    pub fn fastest_claim(&self) -> Option<&TuneCandidate> {
+        (self.candidates >= 2 && self.fastest_clear).then_some(&self.fastest)
     }
 }
 
@@ -72,13 +105,16 @@ pub fn tune_candidate(e: &Experiment, c: &Configuration) -> Option<TuneCandidate
     })
 }
 
-/// The recommendation among `e`'s configurations other than `exclude`,
-/// against `baseline`; `None` when the baseline has no whole-run figure.
+/// The recommendation among `e`'s configurations other than `exclude` (and
+/// the A/A copy), against `baseline`; `None` when the baseline has no
+/// whole-run figure.
 pub fn tune_choice(e: &Experiment, baseline: &str, exclude: &[&str]) -> Option<TuneChoice> {
+    let floor = job_noise_floor(e).filter(|f| f.a == baseline);
     let all: Vec<TuneCandidate> = e
         .configurations
         .iter()
         .filter(|c| !exclude.contains(&c.id.as_str()))
+        .filter(|c| floor.is_none() || c.id != JOB_SCRIPT_AGAIN_ID)
         .filter_map(|c| tune_candidate(e, c))
         .collect();
     let base = all.iter().find(|c| c.id == baseline)?.clone();
@@ -86,6 +122,14 @@ pub fn tune_choice(e: &Experiment, baseline: &str, exclude: &[&str]) -> Option<T
         .iter()
         .max_by(|a, b| a.rate.median.total_cmp(&b.rate.median))?
         .clone();
+    Some(match floor {
+        Some(floor) => floored_choice(e, &all, base, fastest, floor),
+        None => spread_choice(&all, base, fastest),
+    })
+}
+
+/// The old rule: within the larger spread of the fastest's.
+fn spread_choice(all: &[TuneCandidate], base: TuneCandidate, fastest: TuneCandidate) -> TuneChoice {
     let mut near: Vec<&TuneCandidate> = all
         .iter()
         .filter(|c| within_noise(&fastest.rate, &c.rate))
@@ -95,26 +139,128 @@ pub fn tune_choice(e: &Experiment, baseline: &str, exclude: &[&str]) -> Option<T
     let chosen = if keep {
         base.clone()
     } else {
-        cheapest(&near).clone()
+        cheapest(&near, true).clone()
     };
-    Some(TuneChoice {
+    TuneChoice {
         near: near.iter().map(|c| c.id.clone()).collect(),
+        candidates: all.len(),
+        fastest_clear: near.len() == 1,
         fastest,
         chosen,
         baseline: base,
         keep,
-    })
+        floor: None,
+        verdict: None,
+        cpu_verdict: None,
+    }
 }
 
-/// The cheapest of candidates (never empty): CPU per sample, then memory,
-/// then speed; an unknown cost counts as the highest.
-fn cheapest<'a>(near: &[&'a TuneCandidate]) -> &'a TuneCandidate {
+/// The A/A rule (the module's): beat the baseline beyond the floor, then
+/// the cheapest of those the fastest of them does not measurably beat.
+fn floored_choice(
+    e: &Experiment,
+    all: &[TuneCandidate],
+    base: TuneCandidate,
+    fastest: TuneCandidate,
+    floor: NoiseFloor,
+) -> TuneChoice {
+    let beats = |a: &str, b: &str| {
+        compare_configurations(e, a, b, &floor, RatioOf::Rate)
+            .is_some_and(|v| v.difference == RatioDifference::Higher)
+    };
+    let better: Vec<&TuneCandidate> = all
+        .iter()
+        .filter(|c| c.id != base.id && beats(&base.id, &c.id))
+        .collect();
+    let leader = better
+        .iter()
+        .copied()
+        .max_by(|a, b| a.rate.median.total_cmp(&b.rate.median));
+    let mut near: Vec<&TuneCandidate> = match leader {
+        Some(l) => better
+            .iter()
+            .copied()
+            .filter(|c| c.id == l.id || !beats(&c.id, &l.id))
+            .collect(),
+        None => all
+            .iter()
+            .filter(|c| c.id == base.id || !beats(&base.id, &c.id) && !beats(&c.id, &base.id))
+            .collect(),
+    };
+    near.sort_by(|a, b| b.rate.median.total_cmp(&a.rate.median));
+    let keep = leader.is_none();
+    let chosen = if keep {
+        base.clone()
+    } else {
+        cheapest_floored(e, &near, &floor).clone()
+    };
+    let against = if keep { &fastest } else { &chosen };
+    let verdict_of = |of| {
+        (against.id != base.id)
+            .then(|| compare_configurations(e, &base.id, &against.id, &floor, of))
+            .flatten()
+    };
+    TuneChoice {
+        near: near.iter().map(|c| c.id.clone()).collect(),
+        candidates: all.len(),
+        fastest_clear: all
+            .iter()
+            .all(|c| c.id == fastest.id || beats(&c.id, &fastest.id)),
+        verdict: verdict_of(RatioOf::Rate),
+        cpu_verdict: verdict_of(RatioOf::CpuCost),
+        fastest,
+        chosen,
+        baseline: base,
+        keep,
+        floor: Some(floor),
+    }
+}
+
+/// The cheapest of `near` where a CPU difference inside the CPU floor is
+/// none: those not measurably costlier than the least CPU, then by memory,
+/// then by speed.
+fn cheapest_floored<'a>(
+    e: &Experiment,
+    near: &[&'a TuneCandidate],
+    floor: &NoiseFloor,
+) -> &'a TuneCandidate {
+    let cpu = |c: &TuneCandidate| c.cpu_s_per_1000_samples.unwrap_or(f64::INFINITY);
+    let least = near
+        .iter()
+        .filter(|c| c.cpu_s_per_1000_samples.is_some())
+        .min_by(|a, b| cpu(a).total_cmp(&cpu(b)));
+    let (Some(least), Some(_)) = (least, floor.cpu_floor) else {
+        return cheapest(near, true);
+    };
+    let ties: Vec<&TuneCandidate> = near
+        .iter()
+        .copied()
+        .filter(|c| c.cpu_s_per_1000_samples.is_some())
+        .filter(|c| {
+            c.id == least.id
+                || compare_configurations(e, &least.id, &c.id, floor, RatioOf::CpuCost)
+                    .is_some_and(|v| v.difference != RatioDifference::Higher)
+        })
+        .collect();
+    cheapest(&ties, false)
+}
+
+/// The cheapest of candidates (never empty): CPU per sample (when `cpu`),
+/// then memory, then speed; an unknown cost counts as the highest.
+fn cheapest<'a>(near: &[&'a TuneCandidate], cpu: bool) -> &'a TuneCandidate {
     let key = |v: Option<f64>| v.unwrap_or(f64::INFINITY);
+    let cpu_key = |c: &TuneCandidate| {
+        if cpu {
+            key(c.cpu_s_per_1000_samples)
+        } else {
+            0.0
+        }
+    };
     near.iter()
         .copied()
         .min_by(|a, b| {
-            key(a.cpu_s_per_1000_samples)
-                .total_cmp(&key(b.cpu_s_per_1000_samples))
+            cpu_key(a)
+                .total_cmp(&cpu_key(b))
                 .then(key(a.peak_rss_bytes).total_cmp(&key(b.peak_rss_bytes)))
                 .then(b.rate.median.total_cmp(&a.rate.median))
         })
@@ -141,6 +287,10 @@ pub fn pair_ratios(e: &Experiment, a: &str, b: &str) -> Vec<f64> {
         .filter(|x| x.is_finite() && *x > 0.0)
         .collect()
 }
+
+#[cfg(test)]
+#[path = "tune_floor_tests.rs"]
+mod floor_tests;
 
 #[cfg(test)]
 mod tests {

@@ -246,8 +246,7 @@ mod tests {
             rss_bytes: Some(uss * 3),
             pss_bytes: Some(uss * 2),
             uss_bytes: Some(uss),
-            swap_bytes: None,
-            note: None,
+            ..ProcessMemory::default()
         }
     }
 

@@ -42,6 +42,7 @@ impl Configuration {
             runs: Vec::new(),
             failure: None,
             ranks: None,
+            forecast: None,
         }
     }
 
@@ -109,6 +110,7 @@ impl Experiment {
             swept: Vec::new(),
             settings: BTreeMap::new(),
             baseline: None,
+            noise_floor: None,
             not_applicable: None,
             configurations: Vec::new(),
         }

@@ -82,7 +82,51 @@ impl Failure {
             Failure::Interrupted { .. } => "interrupted",
             Failure::Error { .. } => "error",
             Failure::CommTimeout { .. } => "comm_timeout",
+            Failure::WouldNotFit { .. } => "would_not_fit",
+            Failure::Crashed { .. } => "crashed",
             Failure::Unknown { kind, .. } => kind,
+        }
+    }
+}
+
+impl Resource {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Resource::SharedMemory => "shared_memory",
+            Resource::Memory => "memory",
+            Resource::Unknown(name) => name,
+        }
+    }
+    /// What it is, for people.
+    pub fn label(&self) -> &str {
+        match self {
+            Resource::SharedMemory => "shared memory (/dev/shm)",
+            Resource::Memory => "memory",
+            Resource::Unknown(name) => name,
+        }
+    }
+}
+
+impl CrashCause {
+    pub fn as_str(&self) -> &str {
+        match self {
+            CrashCause::SharedMemory => "shared_memory",
+            CrashCause::WorkerSignal => "worker_signal",
+            CrashCause::OomKilled => "oom_killed",
+            CrashCause::NoSpace => "no_space",
+            CrashCause::Other => "other",
+            CrashCause::Unknown(name) => name,
+        }
+    }
+    /// What it is, for people.
+    pub fn label(&self) -> &str {
+        match self {
+            CrashCause::SharedMemory => "shared memory exhausted",
+            CrashCause::WorkerSignal => "a worker was killed",
+            CrashCause::OomKilled => "killed for memory (OOM)",
+            CrashCause::NoSpace => "no space left on device",
+            CrashCause::Other => "crashed",
+            CrashCause::Unknown(name) => name,
         }
     }
 }

@@ -13,7 +13,7 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::format::{Engine, ExperimentKind, Failure, TimingMode};
+use crate::format::{CrashCause, Engine, ExperimentKind, Failure, Resource, TimingMode};
 
 /// The `kind`s of [`Failure`] this build knows.
 pub const FAILURE_KINDS: &[&str] = &[
@@ -23,6 +23,8 @@ pub const FAILURE_KINDS: &[&str] = &[
     "interrupted",
     "error",
     "comm_timeout",
+    "would_not_fit",
+    "crashed",
 ];
 
 /// A format enum that keeps values it does not know.
@@ -77,7 +79,7 @@ macro_rules! open_string_enum {
     )*};
 }
 
-open_string_enum!(ExperimentKind, TimingMode, Engine);
+open_string_enum!(ExperimentKind, TimingMode, Engine, Resource, CrashCause);
 
 impl Serialize for Failure {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
