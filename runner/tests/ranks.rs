@@ -490,7 +490,7 @@ fn a_harness_failing_on_one_rank_is_found_within_seconds() {
             "{:?}",
             c1.failure.as_ref().expect("rank 1's harness failed")
         );
-        assert!(f1.contains("exit status: 3"), "{f1}");
+        assert!(f1.contains("with exit status 3"), "{f1}");
         let Some(Failure::CommTimeout {
             missing_ranks,
             timeout_s,

@@ -215,6 +215,7 @@ fn process_memory(p: &Value) -> ProcessMemory {
         uss_bytes: bytes("uss_bytes"),
         swap_bytes: bytes("swap_bytes"),
         note: p["why"].as_str().map(String::from),
+        ..ProcessMemory::default()
     }
 }
 

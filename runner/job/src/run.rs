@@ -170,6 +170,7 @@ fn new_bundle(args: &JobOptions, id: String, created_at: String) -> Bundle {
     let mut environment = stallscope_bundle::Environment {
         runner: Some(stallscope_core::envinfo::runner()),
         host: Some(stallscope_core::envinfo::host()),
+        limits: Some(stallscope_core::read_limits()),
         ..Default::default()
     };
     environment.command_line = if args.redact_args {

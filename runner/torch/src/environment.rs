@@ -48,5 +48,6 @@ pub fn environment(ctx: &DeviceCtx) -> Environment {
         }),
         seeds: None,
         rank: None,
+        limits: Some(stallscope_core::read_limits()),
     }
 }

@@ -48,6 +48,7 @@ impl Engine for WgpuEngine {
             }),
             seeds: None,
             rank: None,
+            limits: Some(stallscope_core::read_limits()),
         }
     }
 
