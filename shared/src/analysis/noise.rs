@@ -22,8 +22,11 @@
 //!   it straddles an edge (more repeats may tell).
 
 use crate::analysis::summary::median;
-use crate::analysis::tune::NOISE_FLOOR;
 use crate::format::{Configuration, Experiment, NoiseFloor, TimingMode};
+
+/// The least share two medians must differ by to count as different, even
+/// when the repeats agree closely (one repeat has no spread at all).
+pub const NOISE_FLOOR: f64 = 0.02;
 
 /// The configuration a job runs again as the A/A pair of `script`.
 pub const JOB_SCRIPT_AGAIN_ID: &str = "script-again";

@@ -19,59 +19,11 @@ use crate::analysis::summary::median;
 use crate::analysis::units::show_percent;
 use crate::format::{Bundle, Configuration, Phase, Run, StepSeries, TimingMode};
 
+mod model;
 mod stragglers;
 
-/// A step counts towards a straggler only when the other ranks' median comm
-/// share of that step is above this: they really waited.
-pub const MATERIAL_COMM_SHARE: f64 = 0.10;
-
-/// One rank of a configuration.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RankSummary {
-    pub rank: u32,
-    /// Diagnostic steps the shares are read from (each epoch's first step
-    /// apart, as in the stage statistics; every step of a job's window).
-    pub steps: u64,
-    /// The median step time in [`RankAnalysis::step_mode`].
-    pub step_median_s: Option<f64>,
-    /// Shares of the diagnostic step; the four sum to 1.
-    pub next_wait_share: Option<f64>,
-    pub transfer_share: Option<f64>,
-    pub compute_share: Option<f64>,
-    pub comm_share: Option<f64>,
-    /// Steps compared in which this rank was the one the others waited for.
-    pub straggler_steps: u64,
-    /// `straggler_steps` ÷ the steps compared.
-    pub straggler_share: Option<f64>,
-    /// Whole-run samples/s of this rank (median of its runs).
-    pub samples_per_s: Option<f64>,
-}
-
-/// The per-rank analysis of one configuration.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RankAnalysis {
-    /// The phase of the runs read (steady when there are any).
-    pub phase: Phase,
-    /// Ascending by rank.
-    pub ranks: Vec<RankSummary>,
-    /// Largest over median of the ranks' median step time (≥ 1).
-    pub imbalance: Option<f64>,
-    /// The step time `imbalance` and `step_median_s` are of: whole-run when
-    /// every rank has one, else diagnostic.
-    pub step_mode: Option<TimingMode>,
-    /// The largest of the ranks' median diagnostic work per step
-    /// (next-wait + transfer + compute, comm left out) over the median of
-    /// the other ranks' (≥ 1; with two ranks the slower over the faster).
-    pub work_imbalance: Option<f64>,
-    /// Steps aligned across every rank (same repeat, epoch and step index).
-    pub steps_compared: u64,
-    /// How often each rank was the straggler, most often first.
-    pub stragglers: Vec<(u32, u64)>,
-    /// One sentence, for two ranks or more with steps to compare.
-    pub verdict: Option<String>,
-    /// What a reader must know: step counts that differ, epochs left out.
-    pub notes: Vec<String>,
-}
+pub use model::{MATERIAL_COMM_SHARE, RankAnalysis, RankSummary};
+use model::{median_in_place, step_parts};
 
 /// The analysis of a configuration of a merged bundle (`None` when no run
 /// carries a rank); the synchronisation is named generically.
@@ -111,17 +63,6 @@ fn series_len_ok(s: &StepSeries) -> bool {
     s.transfer_ns.len() == n
         && s.compute_ns.len() == n
         && (s.comm_ns.is_empty() || s.comm_ns.len() == n)
-}
-
-/// (next-wait, transfer, compute, comm) of step `i`, in seconds.
-fn step_parts(s: &StepSeries, i: usize) -> [f64; 4] {
-    let ns = |v: &[u64]| v.get(i).copied().unwrap_or(0) as f64 * 1e-9;
-    [
-        ns(&s.next_wait_ns),
-        ns(&s.transfer_ns),
-        ns(&s.compute_ns),
-        ns(&s.comm_ns),
-    ]
 }
 
 fn stage_sums(runs: &[&Run]) -> Stages {
@@ -168,24 +109,6 @@ fn stage_sums(runs: &[&Run]) -> Stages {
     out
 }
 
-/// The median of finite values as `summary::median` gives it, to the bit
-/// (of an even count, the lower middle value plus half the way to the
-/// upper), by selection: a step of 16,384 ranks is not sorted, nor are a
-/// rank's steps copied to be.
-fn median_in_place(v: &mut [f64]) -> Option<f64> {
-    let n = v.len();
-    if n == 0 {
-        return None;
-    }
-    let (left, mid, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
-    let upper = *mid;
-    if n % 2 == 1 {
-        return Some(upper);
-    }
-    let lower = left.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some(lower + (upper - lower) * 0.5)
-}
-
 /// The largest value over the median of the others (with two ranks, the
 /// slower over the faster; the plain median would be bounded by 2).
 fn ratio_to_others(values: &[f64]) -> Option<f64> {
@@ -213,79 +136,12 @@ pub fn rank_analysis_with(c: &Configuration, sync: Option<&str>) -> Option<RankA
     if let Some(columns) = &c.ranks {
         return Some(crate::analysis::rank_columns::analysis_of_columns(columns));
     }
-    let ranked: Vec<&Run> = c
-        .runs
-        .iter()
-        .filter(|r| r.rank.is_some() && run_mode_known(r))
-        .collect();
-    if ranked.is_empty() {
-        return None;
-    }
-    let phase = if ranked.iter().any(|r| r.phase == Phase::Steady) {
-        Phase::Steady
-    } else {
-        Phase::Cold
-    };
-    let mut by_rank: BTreeMap<u32, Vec<&Run>> = BTreeMap::new();
-    for r in &ranked {
-        let runs = by_rank.entry(r.rank.unwrap_or_default()).or_default();
-        if r.phase == phase {
-            runs.push(r);
-        }
-    }
-    for runs in by_rank.values_mut() {
-        runs.sort_by(|a, b| (a.repeat, a.epoch, &a.id).cmp(&(b.repeat, b.epoch, &b.id)));
-    }
-    let of_runs = |runs: &[&Run], mode: TimingMode, m: Metric| -> Option<f64> {
-        let v: Vec<f64> = runs
-            .iter()
-            .filter(|r| r.timing_mode == mode)
-            .filter_map(|r| m.of_run(r))
-            .collect();
-        median(&v)
-    };
-    let whole: Vec<Option<f64>> = by_rank
-        .values()
-        .map(|r| of_runs(r, TimingMode::WholeRun, Metric::StepTimeS))
-        .collect();
-    let diag: Vec<Option<f64>> = by_rank
-        .values()
-        .map(|r| of_runs(r, TimingMode::Diagnostic, Metric::StepMedianS))
-        .collect();
-    let (step_mode, step_medians) = if whole.iter().all(Option::is_some) {
-        (Some(TimingMode::WholeRun), whole)
-    } else if diag.iter().all(Option::is_some) {
-        (Some(TimingMode::Diagnostic), diag)
-    } else {
-        (None, vec![None; by_rank.len()])
-    };
+    let (phase, by_rank) = runs_by_rank(c)?;
+    let (step_mode, step_medians) = step_medians(&by_rank);
     let mut notes = Vec::new();
     let aligned = align_steps(&by_rank, &mut notes);
     let steps_compared = aligned.steps;
-    let mut ranks: Vec<RankSummary> = Vec::new();
-    let mut means: Vec<[f64; 4]> = Vec::new();
-    for ((&rank, runs), step_median_s) in by_rank.iter().zip(step_medians) {
-        let s = stage_sums(runs);
-        let total: f64 = s.parts.iter().sum();
-        let share = |k: usize| (total > 0.0).then(|| s.parts[k] / total);
-        means.push(
-            s.parts
-                .map(|p| if s.steps > 0 { p / s.steps as f64 } else { 0.0 }),
-        );
-        let times = aligned.times.get(&rank).copied().unwrap_or(0);
-        ranks.push(RankSummary {
-            rank,
-            steps: s.steps,
-            step_median_s,
-            next_wait_share: share(0),
-            transfer_share: share(1),
-            compute_share: share(2),
-            comm_share: share(3),
-            straggler_steps: times,
-            straggler_share: (steps_compared > 0).then(|| times as f64 / steps_compared as f64),
-            samples_per_s: of_runs(runs, TimingMode::WholeRun, Metric::SamplesPerS),
-        });
-    }
+    let (ranks, means) = summaries(&by_rank, step_medians, &aligned);
     let present: Vec<f64> = ranks.iter().filter_map(|r| r.step_median_s).collect();
     let mut stragglers: Vec<(u32, u64)> = aligned
         .times
@@ -312,6 +168,99 @@ pub fn rank_analysis_with(c: &Configuration, sync: Option<&str>) -> Option<RankA
         verdict,
         notes,
     })
+}
+
+/// A configuration's ranked runs of one phase (steady when there are any)
+/// by rank, each rank's in (repeat, epoch, id) order; `None` without ranks.
+fn runs_by_rank(c: &Configuration) -> Option<(Phase, BTreeMap<u32, Vec<&Run>>)> {
+    let ranked: Vec<&Run> = c
+        .runs
+        .iter()
+        .filter(|r| r.rank.is_some() && run_mode_known(r))
+        .collect();
+    if ranked.is_empty() {
+        return None;
+    }
+    let phase = if ranked.iter().any(|r| r.phase == Phase::Steady) {
+        Phase::Steady
+    } else {
+        Phase::Cold
+    };
+    let mut by_rank: BTreeMap<u32, Vec<&Run>> = BTreeMap::new();
+    for r in &ranked {
+        let runs = by_rank.entry(r.rank.unwrap_or_default()).or_default();
+        if r.phase == phase {
+            runs.push(r);
+        }
+    }
+    for runs in by_rank.values_mut() {
+        runs.sort_by(|a, b| (a.repeat, a.epoch, &a.id).cmp(&(b.repeat, b.epoch, &b.id)));
+    }
+    Some((phase, by_rank))
+}
+
+/// The median of metric `m` over `runs` of `mode`.
+fn of_runs(runs: &[&Run], mode: TimingMode, m: Metric) -> Option<f64> {
+    let v: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.timing_mode == mode)
+        .filter_map(|r| m.of_run(r))
+        .collect();
+    median(&v)
+}
+
+/// Each rank's median step time: whole-run when every rank has one, else
+/// diagnostic, else none; with the mode it is of.
+fn step_medians(by_rank: &BTreeMap<u32, Vec<&Run>>) -> (Option<TimingMode>, Vec<Option<f64>>) {
+    let whole: Vec<Option<f64>> = by_rank
+        .values()
+        .map(|r| of_runs(r, TimingMode::WholeRun, Metric::StepTimeS))
+        .collect();
+    let diag: Vec<Option<f64>> = by_rank
+        .values()
+        .map(|r| of_runs(r, TimingMode::Diagnostic, Metric::StepMedianS))
+        .collect();
+    if whole.iter().all(Option::is_some) {
+        (Some(TimingMode::WholeRun), whole)
+    } else if diag.iter().all(Option::is_some) {
+        (Some(TimingMode::Diagnostic), diag)
+    } else {
+        (None, vec![None; by_rank.len()])
+    }
+}
+
+/// Each rank's summary, and its mean seconds per step of each stage.
+fn summaries(
+    by_rank: &BTreeMap<u32, Vec<&Run>>,
+    step_medians: Vec<Option<f64>>,
+    aligned: &Aligned,
+) -> (Vec<RankSummary>, Vec<[f64; 4]>) {
+    let steps_compared = aligned.steps;
+    let mut ranks: Vec<RankSummary> = Vec::new();
+    let mut means: Vec<[f64; 4]> = Vec::new();
+    for ((&rank, runs), step_median_s) in by_rank.iter().zip(step_medians) {
+        let s = stage_sums(runs);
+        let total: f64 = s.parts.iter().sum();
+        let share = |k: usize| (total > 0.0).then(|| s.parts[k] / total);
+        means.push(
+            s.parts
+                .map(|p| if s.steps > 0 { p / s.steps as f64 } else { 0.0 }),
+        );
+        let times = aligned.times.get(&rank).copied().unwrap_or(0);
+        ranks.push(RankSummary {
+            rank,
+            steps: s.steps,
+            step_median_s,
+            next_wait_share: share(0),
+            transfer_share: share(1),
+            compute_share: share(2),
+            comm_share: share(3),
+            straggler_steps: times,
+            straggler_share: (steps_compared > 0).then(|| times as f64 / steps_compared as f64),
+            samples_per_s: of_runs(runs, TimingMode::WholeRun, Metric::SamplesPerS),
+        });
+    }
+    (ranks, means)
 }
 
 /// The steps every rank measured, aligned by repeat, epoch and step index.

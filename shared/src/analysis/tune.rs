@@ -31,9 +31,7 @@ use crate::analysis::noise::{
 use crate::analysis::summary::Summary;
 use crate::format::{Configuration, Experiment, NoiseFloor, TimingMode};
 
-/// The least share two medians must differ by to count as different, even
-/// when the repeats agree closely (one repeat has no spread at all).
-pub const NOISE_FLOOR: f64 = 0.02;
+pub use crate::analysis::noise::NOISE_FLOOR;
 
 /// One configuration as the choice reads it.
 #[derive(Debug, Clone, PartialEq)]

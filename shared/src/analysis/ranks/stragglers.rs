@@ -7,7 +7,7 @@
 use std::cmp::Ordering::{Equal, Greater};
 use std::collections::BTreeMap;
 
-use super::{MATERIAL_COMM_SHARE, median_in_place, step_parts};
+use super::model::{MATERIAL_COMM_SHARE, median_in_place, step_parts};
 use crate::format::StepSeries;
 
 /// Steps a block reads together: 32 steps of a stage are four cache lines
