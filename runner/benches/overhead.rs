@@ -93,7 +93,25 @@ fn main() {
     tch::set_num_threads(1);
     let ctx = DeviceCtx::cpu();
     let stop = AtomicBool::new(false);
-    let cases = [
+    println!(
+        "whole-run instrumentation and timeline sampler overhead, {rounds} rounds \
+         (×10 for short epochs)"
+    );
+    println!(
+        "CPU, libtorch threads: {}; arms interleaved, order rotated each round",
+        tch::get_num_threads()
+    );
+    for case in &cases() {
+        let mut arms = measure(case, &ctx, &stop, rounds);
+        stallscope_core::cost::set_timeline(true);
+        report(case, &mut arms);
+    }
+}
+
+/// The two models: the seeds/000 linear classifier (short epochs, more
+/// rounds) and the seeds/003 CNN.
+fn cases() -> [Case; 2] {
+    [
         Case {
             name: "seeds/000 linear 64→4, 4096 samples, batch 64",
             rounds_factor: 10,
@@ -111,106 +129,105 @@ fn main() {
             batch: 256,
             dataset: std::sync::Arc::new(FashionMnist::synthetic(2048, 0)),
         },
-    ];
-    println!(
-        "whole-run instrumentation and timeline sampler overhead, {rounds} rounds \
-         (×10 for short epochs)"
-    );
-    println!(
-        "CPU, libtorch threads: {}; arms interleaved, order rotated each round",
-        tch::get_num_threads()
-    );
-    for case in &cases {
-        let config = InLoopConfig {
-            batch_size: case.batch,
-            order: Order::Shuffled { seed: 42 },
-            drop_last: false,
-            pin_for: None,
+    ]
+}
+
+/// Every round of one case: the three arms (bare, the runner's epoch with
+/// the timeline sampler off, and with it on), their order rotated.
+fn measure(case: &Case, ctx: &DeviceCtx, stop: &AtomicBool, rounds: usize) -> [Arm; 3] {
+    let config = InLoopConfig {
+        batch_size: case.batch,
+        order: Order::Shuffled { seed: 42 },
+        drop_last: false,
+        pin_for: None,
+    };
+    let mut feed = InLoopLoader::new(case.dataset.clone(), config).expect("feed");
+    let mut trainer =
+        Trainer::new(case.model, case.model.default_optimizer(), ctx.device, 42).expect("model");
+    warm_up(&mut trainer, ctx, case.batch as i64).expect("warm-up");
+    // One untimed epoch of each so caches and the allocator settle.
+    bare_epoch(&mut trainer, &mut feed, ctx, 0);
+    // Three arms, their order rotated every round: bare, the runner's
+    // epoch with the timeline sampler off, and with it on.
+    let mut arms: [Arm; 3] = Default::default();
+    for round in 0..rounds * case.rounds_factor {
+        let slot = EpochSlot {
+            mode: TimingMode::WholeRun,
+            repeat: 0,
+            epoch: round as u32 + 1,
         };
-        let mut feed = InLoopLoader::new(case.dataset.clone(), config).expect("feed");
-        let mut trainer = Trainer::new(case.model, case.model.default_optimizer(), ctx.device, 42)
-            .expect("model");
-        warm_up(&mut trainer, &ctx, case.batch as i64).expect("warm-up");
-        // One untimed epoch of each so caches and the allocator settle.
-        bare_epoch(&mut trainer, &mut feed, &ctx, 0);
-        // Three arms, their order rotated every round: bare, the runner's
-        // epoch with the timeline sampler off, and with it on.
-        let mut arms: [Arm; 3] = Default::default();
-        for round in 0..rounds * case.rounds_factor {
-            let slot = EpochSlot {
-                mode: TimingMode::WholeRun,
-                repeat: 0,
-                epoch: round as u32 + 1,
+        for k in 0..3 {
+            let arm = (round + k) % 3;
+            let t0 = Instant::now();
+            let inner = if arm == 0 {
+                bare_epoch(&mut trainer, &mut feed, ctx, slot.epoch)
+            } else {
+                stallscope_core::cost::set_timeline(arm == 2);
+                // The epoch seconds the runner records (synchronized
+                // before and after, counting inside): the region
+                // bare_epoch times.
+                let run = run_epoch(
+                    &mut trainer,
+                    &mut feed,
+                    ctx,
+                    CopyMode::default(),
+                    slot.clone(),
+                    stop,
+                )
+                .expect("epoch");
+                if let Some(tl) = &run.timeline {
+                    arms[arm].samples.push(tl.t_ms.len() as f64);
+                    arms[arm].sampler_cpu.push(tl.sampler_cpu_s.unwrap_or(0.0));
+                }
+                run.whole_run
+                    .and_then(|w| w.seconds)
+                    .expect("whole-run seconds")
             };
-            for k in 0..3 {
-                let arm = (round + k) % 3;
-                let t0 = Instant::now();
-                let inner = if arm == 0 {
-                    bare_epoch(&mut trainer, &mut feed, &ctx, slot.epoch)
-                } else {
-                    stallscope_core::cost::set_timeline(arm == 2);
-                    // The epoch seconds the runner records (synchronized
-                    // before and after, counting inside): the region
-                    // bare_epoch times.
-                    let run = run_epoch(
-                        &mut trainer,
-                        &mut feed,
-                        &ctx,
-                        CopyMode::default(),
-                        slot.clone(),
-                        &stop,
-                    )
-                    .expect("epoch");
-                    if let Some(tl) = &run.timeline {
-                        arms[arm].samples.push(tl.t_ms.len() as f64);
-                        arms[arm].sampler_cpu.push(tl.sampler_cpu_s.unwrap_or(0.0));
-                    }
-                    run.whole_run
-                        .and_then(|w| w.seconds)
-                        .expect("whole-run seconds")
-                };
-                arms[arm].inner.push(inner);
-                arms[arm].outer.push(t0.elapsed().as_secs_f64());
-            }
+            arms[arm].inner.push(inner);
+            arms[arm].outer.push(t0.elapsed().as_secs_f64());
         }
-        stallscope_core::cost::set_timeline(true);
-        println!("{}", case.name);
-        let [bare, off, on] = &mut arms;
-        for (name, arm) in [
-            ("bare", &mut *bare),
-            ("sampler off", &mut *off),
-            ("sampler on", &mut *on),
-        ] {
-            let (lo, hi) = arm.range();
-            let mut outside: Vec<f64> = arm
-                .outer
-                .iter()
-                .zip(&arm.inner)
-                .map(|(o, i)| o - i)
-                .collect();
-            println!(
-                "  {name:<12} epoch median {:9.3} ms [{lo:.3}–{hi:.3}], outside the clock {:.3} ms",
-                median(&mut arm.inner.clone()) * 1e3,
-                median(&mut outside) * 1e3,
-            );
-        }
-        ratio_line(
-            "instrumentation (sampler off ÷ bare), epoch",
-            &off.inner,
-            &bare.inner,
-        );
-        ratio_line("sampler (on ÷ off), epoch", &on.inner, &off.inner);
-        ratio_line(
-            "sampler (on ÷ off), with start/finish",
-            &on.outer,
-            &off.outer,
-        );
-        let cpu: f64 = on.sampler_cpu.iter().sum();
-        let wall: f64 = on.outer.iter().sum();
+    }
+    arms
+}
+
+/// One case's medians, ranges and ratios.
+fn report(case: &Case, arms: &mut [Arm; 3]) {
+    println!("{}", case.name);
+    let [bare, off, on] = arms;
+    for (name, arm) in [
+        ("bare", &mut *bare),
+        ("sampler off", &mut *off),
+        ("sampler on", &mut *on),
+    ] {
+        let (lo, hi) = arm.range();
+        let mut outside: Vec<f64> = arm
+            .outer
+            .iter()
+            .zip(&arm.inner)
+            .map(|(o, i)| o - i)
+            .collect();
         println!(
-            "  sampler thread: {:.1} samples per epoch, {:.3}% of one core over the epochs",
-            median(&mut on.samples.clone()),
-            cpu / wall * 100.0
+            "  {name:<12} epoch median {:9.3} ms [{lo:.3}–{hi:.3}], outside the clock {:.3} ms",
+            median(&mut arm.inner.clone()) * 1e3,
+            median(&mut outside) * 1e3,
         );
     }
+    ratio_line(
+        "instrumentation (sampler off ÷ bare), epoch",
+        &off.inner,
+        &bare.inner,
+    );
+    ratio_line("sampler (on ÷ off), epoch", &on.inner, &off.inner);
+    ratio_line(
+        "sampler (on ÷ off), with start/finish",
+        &on.outer,
+        &off.outer,
+    );
+    let cpu: f64 = on.sampler_cpu.iter().sum();
+    let wall: f64 = on.outer.iter().sum();
+    println!(
+        "  sampler thread: {:.1} samples per epoch, {:.3}% of one core over the epochs",
+        median(&mut on.samples.clone()),
+        cpu / wall * 100.0
+    );
 }

@@ -140,6 +140,97 @@ fn cost(run: &Run) -> &CpuCost {
     run.cost.as_ref().expect("every epoch records its CPU cost")
 }
 
+/// The cost's parts: the runner first, then one per worker; thread workers
+/// inside the runner's figure, process workers added to it with their memory.
+fn check_parts(what: &str, (workers, kind): (usize, WorkerKind), run: &Run, work: f64) {
+    let c = cost(run);
+    let runner = &c.parts[0];
+    assert_eq!(
+        (runner.name.as_str(), runner.kind),
+        ("runner", CpuPartKind::Process)
+    );
+    let workers_parts: Vec<_> = c.parts[1..].iter().collect();
+    assert_eq!(workers_parts.len(), workers, "{what}: {:?}", c.parts);
+    let part_sum: f64 = workers_parts.iter().map(|p| p.user_s + p.system_s).sum();
+    let runner_s = runner.user_s + runner.system_s;
+    let memory = run.memory.as_ref();
+    match (workers, kind) {
+        (0, _) => {
+            within(what, runner_s, work);
+            assert!(memory.is_none_or(|m| m.workers_peak_rss_bytes.is_none()));
+        }
+        (_, WorkerKind::Threads) => {
+            within(&format!("{what}, thread parts"), part_sum, work);
+            assert!(workers_parts.iter().all(|p| p.kind == CpuPartKind::Thread));
+            // Inside the runner's figure, not added (ticks vs getrusage: 10 ms each).
+            assert!(runner_s + 0.02 * workers as f64 >= part_sum, "{what}");
+            assert!(
+                (c.cpu_s - runner_s).abs() < 1e-9,
+                "{what}: threads are not added"
+            );
+            assert!(memory.is_none_or(|m| m.workers_peak_rss_bytes.is_none()));
+        }
+        (_, WorkerKind::Processes) => {
+            within(&format!("{what}, process parts"), part_sum, work);
+            assert!(
+                (c.cpu_s - runner_s - part_sum).abs() < 1e-9,
+                "{what}: processes add"
+            );
+            assert!(runner_s < 0.5 * work, "{what}: the runner only hands over");
+            let peaks: Vec<u64> = workers_parts
+                .iter()
+                .map(|p| p.peak_rss_bytes.unwrap())
+                .collect();
+            assert!(peaks.iter().all(|&p| p > 1 << 18), "{what}: {peaks:?}");
+            let m = memory.expect("worker memory recorded");
+            assert_eq!(m.workers_peak_rss_bytes, Some(peaks.iter().sum()));
+        }
+    }
+}
+
+/// The whole-run timeline: aligned series that end at the last batch, the
+/// reason there is no GPU series, and sampled cores that agree with the cost.
+fn check_timeline(what: &str, run: &Run) {
+    let c = cost(run);
+    let tl = run
+        .timeline
+        .as_ref()
+        .expect("whole-run epochs get a timeline");
+    let n = tl.t_ms.len();
+    assert!(n >= 2, "{what}: {n} samples in {:.2} s", c.wall_s);
+    assert_eq!(
+        (
+            tl.steps.len(),
+            tl.host_cpu_cores.len(),
+            tl.host_rss_bytes.len()
+        ),
+        (n, n, n)
+    );
+    assert_eq!(
+        *tl.steps.last().unwrap(),
+        (SAMPLES / BATCH) as u64,
+        "{what}"
+    );
+    assert!(tl.gpu.is_none());
+    assert!(
+        tl.gpu_not_available
+            .as_deref()
+            .unwrap()
+            .contains("no model")
+    );
+    // The busy cores the sampler saw average to the cost's figure.
+    let mean_cores = c.cpu_s / c.wall_s;
+    let sampled: f64 = tl.host_cpu_cores.iter().map(|&x| x as f64).sum::<f64>() / n as f64;
+    assert!(
+        (sampled - mean_cores).abs() <= 0.35 * mean_cores + 0.2,
+        "{what}: sampled {sampled:.2} cores, cost says {mean_cores:.2}"
+    );
+    assert!(
+        tl.sampler_cpu_s.unwrap() < 0.05 * c.wall_s,
+        "{what}: the sampler is cheap"
+    );
+}
+
 /// For in-loop, thread workers and process workers: the epoch's CPU-seconds
 /// agree with the work the samples cost; threads are parts of the runner's
 /// figure and processes are added; per 1,000 samples is cpu_s ÷ samples ×
@@ -166,87 +257,8 @@ fn cpu_seconds_agree_with_the_work_done_for_every_loader() {
             "{what}"
         );
         assert!(c.wall_s > 0.0 && c.wall_s >= run.whole_run.as_ref().unwrap().seconds.unwrap());
-        let runner = &c.parts[0];
-        assert_eq!(
-            (runner.name.as_str(), runner.kind),
-            ("runner", CpuPartKind::Process)
-        );
-        let workers_parts: Vec<_> = c.parts[1..].iter().collect();
-        assert_eq!(workers_parts.len(), workers, "{what}: {:?}", c.parts);
-        let part_sum: f64 = workers_parts.iter().map(|p| p.user_s + p.system_s).sum();
-        let runner_s = runner.user_s + runner.system_s;
-        let memory = run.memory.as_ref();
-        match (workers, kind) {
-            (0, _) => {
-                within(&what, runner_s, work);
-                assert!(memory.is_none_or(|m| m.workers_peak_rss_bytes.is_none()));
-            }
-            (_, WorkerKind::Threads) => {
-                within(&format!("{what}, thread parts"), part_sum, work);
-                assert!(workers_parts.iter().all(|p| p.kind == CpuPartKind::Thread));
-                // Inside the runner's figure, not added (ticks vs getrusage: 10 ms each).
-                assert!(runner_s + 0.02 * workers as f64 >= part_sum, "{what}");
-                assert!(
-                    (c.cpu_s - runner_s).abs() < 1e-9,
-                    "{what}: threads are not added"
-                );
-                assert!(memory.is_none_or(|m| m.workers_peak_rss_bytes.is_none()));
-            }
-            (_, WorkerKind::Processes) => {
-                within(&format!("{what}, process parts"), part_sum, work);
-                assert!(
-                    (c.cpu_s - runner_s - part_sum).abs() < 1e-9,
-                    "{what}: processes add"
-                );
-                assert!(runner_s < 0.5 * work, "{what}: the runner only hands over");
-                let peaks: Vec<u64> = workers_parts
-                    .iter()
-                    .map(|p| p.peak_rss_bytes.unwrap())
-                    .collect();
-                assert!(peaks.iter().all(|&p| p > 1 << 18), "{what}: {peaks:?}");
-                let m = memory.expect("worker memory recorded");
-                assert_eq!(m.workers_peak_rss_bytes, Some(peaks.iter().sum()));
-            }
-        }
-        // The whole-run timeline: aligned series that end at the last batch,
-        // and the reason there is no GPU series.
-        let tl = run
-            .timeline
-            .as_ref()
-            .expect("whole-run epochs get a timeline");
-        let n = tl.t_ms.len();
-        assert!(n >= 2, "{what}: {n} samples in {:.2} s", c.wall_s);
-        assert_eq!(
-            (
-                tl.steps.len(),
-                tl.host_cpu_cores.len(),
-                tl.host_rss_bytes.len()
-            ),
-            (n, n, n)
-        );
-        assert_eq!(
-            *tl.steps.last().unwrap(),
-            (SAMPLES / BATCH) as u64,
-            "{what}"
-        );
-        assert!(tl.gpu.is_none());
-        assert!(
-            tl.gpu_not_available
-                .as_deref()
-                .unwrap()
-                .contains("no model")
-        );
-        // The busy cores the sampler saw average to the cost's figure.
-        let mean_cores = c.cpu_s / c.wall_s;
-        let sampled: f64 = tl.host_cpu_cores.iter().map(|&x| x as f64).sum::<f64>() / n as f64;
-        assert!(
-            (sampled - mean_cores).abs() <= 0.35 * mean_cores + 0.2,
-            "{what}: sampled {sampled:.2} cores, cost says {mean_cores:.2}"
-        );
-        assert!(
-            tl.sampler_cpu_s.unwrap() < 0.05 * c.wall_s,
-            "{what}: the sampler is cheap"
-        );
+        check_parts(&what, (workers, kind), &run, work);
+        check_timeline(&what, &run);
     }
 }
 

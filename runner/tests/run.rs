@@ -8,7 +8,7 @@
 #[allow(dead_code)]
 mod util;
 
-use stallscope_bundle::{Failure, Phase, RunState, TimingMode};
+use stallscope_bundle::{Configuration, Failure, Phase, Run, RunState, TimingMode};
 use util::*;
 
 #[test]
@@ -55,58 +55,7 @@ fn a_tiny_suite_gives_both_modes_for_every_configuration() {
         let e = b.experiment(id).unwrap();
         assert!(!e.configurations.is_empty(), "{id}");
         for c in &e.configurations {
-            assert!(c.failure.is_none(), "{id}/{}", c.id);
-            // 2 repeats × 2 modes × 2 epochs, cold and steady in each mode.
-            assert_eq!(c.runs.len(), 8, "{id}/{}", c.id);
-            for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
-                for phase in [Phase::Cold, Phase::Steady] {
-                    assert_eq!(
-                        c.runs
-                            .iter()
-                            .filter(|r| r.timing_mode == mode && r.phase == phase)
-                            .count(),
-                        2,
-                        "{id}/{} {mode:?} {phase:?}",
-                        c.id
-                    );
-                }
-            }
-            for r in &c.runs {
-                assert!(
-                    r.memory
-                        .as_ref()
-                        .and_then(|m| m.host_peak_rss_bytes)
-                        .is_some()
-                );
-                if let Some(w) = &r.whole_run {
-                    let (s, n) = (w.seconds.unwrap(), w.samples.unwrap());
-                    assert!(s > 0.0 && n > 0);
-                    // Equal up to JSON's decimal round trip.
-                    let rate = w.samples_per_s.unwrap();
-                    assert!(
-                        (rate - n as f64 / s).abs() <= 1e-12 * rate,
-                        "{id}/{}/{}",
-                        c.id,
-                        r.id
-                    );
-                }
-                if let Some(d) = &r.diagnostic {
-                    let step = d.step.as_ref().unwrap().mean_s.unwrap();
-                    let sum: f64 = [&d.next_wait, &d.transfer, &d.compute]
-                        .iter()
-                        .filter_map(|s| s.as_ref().and_then(|s| s.mean_s))
-                        .sum();
-                    assert!(
-                        (sum - step).abs() <= 0.05 * step,
-                        "{id}/{}/{}: {sum} vs {step}",
-                        c.id,
-                        r.id
-                    );
-                    let steps = r.steps.as_ref().unwrap();
-                    assert_eq!(steps.compute_ns.len() as u64, d.steps.unwrap());
-                    assert!(d.first_next_wait_s.is_some());
-                }
-            }
+            check_configuration(id, c);
         }
     }
     let sweep = b.experiment("batch_sweep").unwrap();
@@ -117,8 +66,72 @@ fn a_tiny_suite_gives_both_modes_for_every_configuration() {
         .unwrap();
     assert_eq!((w.samples, w.steps), (Some(1024), Some(16)));
 
-    // The trace of one diagnostic run.
-    let trace = dir.path().join("trace.json");
+    check_trace(dir.path(), &out);
+}
+
+/// Every configuration of a grid experiment: no failure, 2 repeats × 2
+/// modes × 2 epochs, cold and steady in each mode, and each run's figures.
+fn check_configuration(id: &str, c: &Configuration) {
+    assert!(c.failure.is_none(), "{id}/{}", c.id);
+    assert_eq!(c.runs.len(), 8, "{id}/{}", c.id);
+    for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
+        for phase in [Phase::Cold, Phase::Steady] {
+            assert_eq!(
+                c.runs
+                    .iter()
+                    .filter(|r| r.timing_mode == mode && r.phase == phase)
+                    .count(),
+                2,
+                "{id}/{} {mode:?} {phase:?}",
+                c.id
+            );
+        }
+    }
+    for r in &c.runs {
+        check_run(id, &c.id, r);
+    }
+}
+
+/// One run: its host peak, a whole-run rate that is samples ÷ seconds, and
+/// diagnostic stages that add up to the step.
+fn check_run(id: &str, config: &str, r: &Run) {
+    assert!(
+        r.memory
+            .as_ref()
+            .and_then(|m| m.host_peak_rss_bytes)
+            .is_some()
+    );
+    if let Some(w) = &r.whole_run {
+        let (s, n) = (w.seconds.unwrap(), w.samples.unwrap());
+        assert!(s > 0.0 && n > 0);
+        // Equal up to JSON's decimal round trip.
+        let rate = w.samples_per_s.unwrap();
+        assert!(
+            (rate - n as f64 / s).abs() <= 1e-12 * rate,
+            "{id}/{config}/{}",
+            r.id
+        );
+    }
+    if let Some(d) = &r.diagnostic {
+        let step = d.step.as_ref().unwrap().mean_s.unwrap();
+        let sum: f64 = [&d.next_wait, &d.transfer, &d.compute]
+            .iter()
+            .filter_map(|s| s.as_ref().and_then(|s| s.mean_s))
+            .sum();
+        assert!(
+            (sum - step).abs() <= 0.05 * step,
+            "{id}/{config}/{}: {sum} vs {step}",
+            r.id
+        );
+        let steps = r.steps.as_ref().unwrap();
+        assert_eq!(steps.compute_ns.len() as u64, d.steps.unwrap());
+        assert!(d.first_next_wait_s.is_some());
+    }
+}
+
+/// The trace of one diagnostic run: one event per stage of each step.
+fn check_trace(dir: &std::path::Path, out: &std::path::Path) {
+    let trace = dir.join("trace.json");
     let o = run(
         &[
             "trace",

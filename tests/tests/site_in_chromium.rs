@@ -98,12 +98,26 @@ fn a_run_becomes_a_site_that_chromium_shows() {
         .prefix("stallscope-e2e-")
         .tempdir()
         .expect("a temporary folder");
-    let suite = work.path().join("suite.toml");
-    std::fs::write(&suite, SUITE).expect("write the suite");
+    let (bundle, bundle_file) = run_suite(&runner, work.path());
+    let ran = started.elapsed();
+    let site = export_site(&runner, work.path(), &bundle_file);
+    let shots = shots_dir(&runner);
+    check_in_chromium(&runner, &site, &bundle, &shots);
+    eprintln!(
+        "e2e: run {:.1} s, whole test {:.1} s; screenshot {}",
+        ran.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+        shots.join("experiment.png").display()
+    );
+}
 
-    // run → bundle
-    let out = work.path().join("out");
-    let o = Command::new(&runner)
+/// run → bundle: `stallscope run` of [`SUITE`] into `work/out`; the bundle
+/// validates and no configuration failed. The bundle and its file.
+fn run_suite(runner: &Path, work: &Path) -> (Bundle, PathBuf) {
+    let suite = work.join("suite.toml");
+    std::fs::write(&suite, SUITE).expect("write the suite");
+    let out = work.join("out");
+    let o = Command::new(runner)
         .env_remove("STALLSCOPE_INJECT_PANIC")
         .arg("run")
         .arg(&suite)
@@ -130,13 +144,15 @@ fn a_run_becomes_a_site_that_chromium_shows() {
             assert!(c.failure.is_none(), "{id}/{}: {:?}", c.id, c.failure);
         }
     }
-    let ran = started.elapsed();
+    (bundle, bundle_file)
+}
 
-    // bundle → site
-    let site = work.path().join("site");
+/// bundle → site: `stallscope site` with the embedded viewer, into `work/site`.
+fn export_site(runner: &Path, work: &Path, bundle_file: &Path) -> PathBuf {
+    let site = work.join("site");
     let o = stallscope(
-        &runner,
-        &[Path::new("site"), &bundle_file, Path::new("--out"), &site],
+        runner,
+        &[Path::new("site"), bundle_file, Path::new("--out"), &site],
     );
     if !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("without the viewer") {
         panic!(
@@ -151,11 +167,14 @@ fn a_run_becomes_a_site_that_chromium_shows() {
     for f in ["index.html", "index.json", "stallscope_web_bg.wasm"] {
         assert!(site.join(f).is_file(), "the site has no {f}");
     }
+    site
+}
 
-    // site → served → Chromium
-    let server = Server::start(&runner, &site).expect("stallscope serve");
+/// site → served → Chromium: the library lists the bundle, and the compute
+/// experiment's page shows its title and a row per configuration.
+fn check_in_chromium(runner: &Path, site: &Path, bundle: &Bundle, shots: &Path) {
+    let server = Server::start(runner, site).expect("stallscope serve");
     let browser = Browser::start(1280, 1600).expect("headless Chromium");
-    let shots = shots_dir(&runner);
     let fail = |what: &str, e: anyhow::Error| -> ! {
         let shot = shots.join("failed.png");
         let _ = browser.screenshot(&shot);
@@ -216,12 +235,4 @@ fn a_run_becomes_a_site_that_chromium_shows() {
     browser
         .screenshot(&shots.join("experiment.png"))
         .unwrap_or_else(|e| fail("the screenshot", e));
-    drop(browser);
-    drop(server);
-    eprintln!(
-        "e2e: run {:.1} s, whole test {:.1} s; screenshot {}",
-        ran.as_secs_f64(),
-        started.elapsed().as_secs_f64(),
-        shots.join("experiment.png").display()
-    );
 }

@@ -4,7 +4,7 @@
 use crate::bench_peers::run_suite;
 use crate::cmd::Cmd;
 use crate::demo::release_runner;
-use crate::demo::target_dir;
+use crate::paths::target_dir;
 use crate::peers;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -120,31 +120,17 @@ pub(crate) fn run(repo: &Path) -> Result<()> {
             let mut py = None;
             for side in if tch_first { [0, 1] } else { [1, 0] } {
                 if side == 0 {
-                    let suite = dir.join(format!("tch-bs{batch}.toml"));
-                    std::fs::write(&suite, tch_suite(batch))?;
-                    let out = dir.join(format!("r{round}-bs{batch}"));
-                    let bundle = run_suite(repo, &exe, &suite, &out)?;
-                    versions["libtorch"] = json!(
-                        bundle
-                            .environment
-                            .libtorch
-                            .as_ref()
-                            .map(|l| l.version.clone())
-                    );
-                    versions["tch_torch_threads"] = json!(
-                        bundle
-                            .environment
-                            .threads
-                            .as_ref()
-                            .and_then(|t| t.torch_intra_op)
-                    );
-                    tch = Some((tch_steps(&bundle, batch)?, out));
+                    tch = Some(tch_side(repo, &exe, &dir, (round, batch), &mut versions)?);
                 } else {
                     eprintln!("$ python compute_step.py (round {round}, batch {batch})");
                     py = Some(python_steps(repo, &python, batch)?);
                 }
             }
-            let ((tch_ns, whole_step_s), out) = tch.expect("ran");
+            let TchSide {
+                step_ns: tch_ns,
+                whole_step_s,
+                out,
+            } = tch.expect("ran");
             let (py_ns, line) = py.expect("ran");
             versions["python"] = line["python"].clone();
             versions["python_torch"] = line["torch"].clone();
@@ -166,20 +152,7 @@ pub(crate) fn run(repo: &Path) -> Result<()> {
             }));
         }
     }
-    let summary: Vec<Value> = medians
-        .iter()
-        .map(|(b, t, p)| {
-            let (t, p) = (Summary::of(t), Summary::of(p));
-            json!({
-                "batch": b,
-                "tch_median_step_ms": t.map(|s| s.median / 1e6),
-                "tch_min_max_ms": t.map(|s| [s.min / 1e6, s.max / 1e6]),
-                "python_median_step_ms": p.map(|s| s.median / 1e6),
-                "python_min_max_ms": p.map(|s| [s.min / 1e6, s.max / 1e6]),
-                "python_over_tch": t.zip(p).map(|(t, p)| p.median / t.median),
-            })
-        })
-        .collect();
+    let summary = summarise(&medians);
     println!("{}", render(&summary, &versions));
     let record = json!({
         "bench": "compute-peers",
@@ -201,6 +174,71 @@ pub(crate) fn run(repo: &Path) -> Result<()> {
     std::fs::write(repo.join(KEPT), text).with_context(|| format!("writing {KEPT}"))?;
     println!("record: {KEPT}");
     Ok(())
+}
+
+/// What the tch side of one (round, batch) left.
+struct TchSide {
+    /// Each step's compute time.
+    step_ns: Vec<u64>,
+    /// The whole-run epoch's mean step.
+    whole_step_s: Option<f64>,
+    /// The run's folder.
+    out: PathBuf,
+}
+
+/// The tch side of one (round, batch): the compute suite through the
+/// release runner; its step times and whole-run mean step, and its folder.
+/// The bundle's libtorch version and thread count go into `versions`.
+fn tch_side(
+    repo: &Path,
+    exe: &Path,
+    dir: &Path,
+    (round, batch): (u32, u32),
+    versions: &mut Value,
+) -> Result<TchSide> {
+    let suite = dir.join(format!("tch-bs{batch}.toml"));
+    std::fs::write(&suite, tch_suite(batch))?;
+    let out = dir.join(format!("r{round}-bs{batch}"));
+    let bundle = run_suite(repo, exe, &suite, &out)?;
+    versions["libtorch"] = json!(
+        bundle
+            .environment
+            .libtorch
+            .as_ref()
+            .map(|l| l.version.clone())
+    );
+    versions["tch_torch_threads"] = json!(
+        bundle
+            .environment
+            .threads
+            .as_ref()
+            .and_then(|t| t.torch_intra_op)
+    );
+    let (step_ns, whole_step_s) = tch_steps(&bundle, batch)?;
+    Ok(TchSide {
+        step_ns,
+        whole_step_s,
+        out,
+    })
+}
+
+/// Per batch: the median, min and max over the rounds of each side's
+/// median step, and Python's time over tch's.
+fn summarise(medians: &[(u32, Vec<f64>, Vec<f64>)]) -> Vec<Value> {
+    medians
+        .iter()
+        .map(|(b, t, p)| {
+            let (t, p) = (Summary::of(t), Summary::of(p));
+            json!({
+                "batch": b,
+                "tch_median_step_ms": t.map(|s| s.median / 1e6),
+                "tch_min_max_ms": t.map(|s| [s.min / 1e6, s.max / 1e6]),
+                "python_median_step_ms": p.map(|s| s.median / 1e6),
+                "python_min_max_ms": p.map(|s| [s.min / 1e6, s.max / 1e6]),
+                "python_over_tch": t.zip(p).map(|(t, p)| p.median / t.median),
+            })
+        })
+        .collect()
 }
 
 fn ms(v: &Value) -> String {

@@ -4,7 +4,7 @@
 //! nodes) and the goal on the best of them, peak RSS, and the stage
 //! clocks' overhead (the median of each pass's paired untimed ÷ timed rates: the two modes
 //! alternate image by image). Each goal is reported as met or NOT met.
-use crate::bench_peers::{Best, BestConfig, ENGINES, rate, rate1};
+use crate::bench_best::{Best, BestConfig, ENGINES, rate, rate1};
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
 use stallscope_bundle::Engine;

@@ -5,7 +5,8 @@
 //! runner binary (an older build) given with `--baseline`.
 use crate::bench_goals::Spread;
 use crate::bench_peers::run_suite;
-use crate::demo::{release_runner, target_dir};
+use crate::demo::release_runner;
+use crate::paths::target_dir;
 use anyhow::{Context, Result, bail};
 use stallscope_bundle::analysis::{Metric, MetricKey, metric_summary, show_ratio};
 use stallscope_bundle::{Bundle, Phase, TimingMode};

@@ -15,7 +15,8 @@
 //! overrule it only when they agree to within twice the goal. The report is kept in `fixtures/bench/job-overhead.txt`; a missed goal
 //! does not fail the bench, a failed run or a missing number does.
 use crate::cmd::{Cmd, cargo};
-use crate::demo::{release_runner, target_dir};
+use crate::demo::release_runner;
+use crate::paths::target_dir;
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
 use stallscope_bundle::analysis::median;
@@ -390,39 +391,7 @@ fn verdict(ratio: (f64, f64, f64), in_one: Option<f64>) -> String {
 
 /// The printed report (under 100 columns).
 fn render(r: &Report) -> Result<String> {
-    let mut s = String::new();
-    writeln!(
-        s,
-        "job-overhead: {SCRIPT} (MLP 128-512-512-10, batch 64,\n  \
-         CPU, OMP_NUM_THREADS=1, num_workers=0), {} steps after {WARMUP} warm-up, plain vs under\n  \
-         `stallscope job` (its whole-run process; {} runner), {} pairs in the order AB, BA, AB, \
-         ...\n  (A = plain), each run a fresh process. Step: the script's own clock, from one \
-         next() to\n  the next, in both runs; the figure is the median over the steps; ratio = \
-         instrumented ÷\n  plain within the pair.",
-        r.steps,
-        r.runner,
-        r.pairs.len()
-    )?;
-    writeln!(
-        s,
-        "\n  {:>4} {:>5} {:>12} {:>13} {:>8} {:>9}   {:>11} {:>11}",
-        "pair", "order", "plain", "instrumented", "ratio", "overhead", "bundle step", "script mean"
-    )?;
-    writeln!(s, "  {}", "-".repeat(84))?;
-    for (i, p) in r.pairs.iter().enumerate() {
-        writeln!(
-            s,
-            "  {:>4} {:>5} {:>12} {:>13} {:>8} {:>9}   {:>11} {:>11}",
-            i + 1,
-            if p.plain_first { "AB" } else { "BA" },
-            ms(p.plain.median_ns),
-            ms(p.job.median_ns),
-            format!("{:.4}", p.ratio()),
-            pct(p.ratio()),
-            ms(p.bundle_step_s * 1e9),
-            ms(p.job.mean_ns),
-        )?;
-    }
+    let mut s = pairs_table(r)?;
     let col = |f: &dyn Fn(&Pair) -> f64| r.pairs.iter().map(f).collect::<Vec<_>>();
     let (Some(plain), Some(job), Some(ratio), Some(check)) = (
         spread(&col(&|p| p.plain.median_ns)),
@@ -463,8 +432,67 @@ fn render(r: &Report) -> Result<String> {
          [{:.4}–{:.4}]",
         check.0, check.1, check.2
     )?;
-    let share = |us: f64| us * 1e3 / plain.0;
-    let in_one = match &r.micro {
+    let in_one = one_process(&mut s, &r.micro, plain.0)?;
+    writeln!(
+        s,
+        "\n  goal: the whole-run instrumentation under 1% of the step: {}",
+        verdict(ratio, in_one)
+    )?;
+    writeln!(
+        s,
+        "  machine: {} cores; load average (1, 5, 15 min) before {}, after {}",
+        r.cores, r.load_before, r.load_after
+    )?;
+    Ok(s)
+}
+
+/// The report's opening: what was run, and one row per pair.
+fn pairs_table(r: &Report) -> Result<String> {
+    let mut s = String::new();
+    writeln!(
+        s,
+        "job-overhead: {SCRIPT} (MLP 128-512-512-10, batch 64,\n  \
+         CPU, OMP_NUM_THREADS=1, num_workers=0), {} steps after {WARMUP} warm-up, plain vs under\n  \
+         `stallscope job` (its whole-run process; {} runner), {} pairs in the order AB, BA, AB, \
+         ...\n  (A = plain), each run a fresh process. Step: the script's own clock, from one \
+         next() to\n  the next, in both runs; the figure is the median over the steps; ratio = \
+         instrumented ÷\n  plain within the pair.",
+        r.steps,
+        r.runner,
+        r.pairs.len()
+    )?;
+    writeln!(
+        s,
+        "\n  {:>4} {:>5} {:>12} {:>13} {:>8} {:>9}   {:>11} {:>11}",
+        "pair", "order", "plain", "instrumented", "ratio", "overhead", "bundle step", "script mean"
+    )?;
+    writeln!(s, "  {}", "-".repeat(84))?;
+    for (i, p) in r.pairs.iter().enumerate() {
+        writeln!(
+            s,
+            "  {:>4} {:>5} {:>12} {:>13} {:>8} {:>9}   {:>11} {:>11}",
+            i + 1,
+            if p.plain_first { "AB" } else { "BA" },
+            ms(p.plain.median_ns),
+            ms(p.job.median_ns),
+            format!("{:.4}", p.ratio()),
+            pct(p.ratio()),
+            ms(p.bundle_step_s * 1e9),
+            ms(p.job.mean_ns),
+        )?;
+    }
+    Ok(s)
+}
+
+/// The one-process figures (or why there are none) as a share of the plain
+/// median step; that share, when there is one.
+fn one_process(
+    s: &mut String,
+    micro: &Result<&Micro, String>,
+    plain_median_ns: f64,
+) -> Result<Option<f64>> {
+    let share = |us: f64| us * 1e3 / plain_median_ns;
+    Ok(match micro {
         Ok(m) => {
             let (mid, lo, hi) = spread(&m.pairs_us).expect("checked non-empty");
             writeln!(
@@ -481,7 +509,7 @@ fn render(r: &Report) -> Result<String> {
                 pct(1.0 + share(mid)),
                 pct(1.0 + share(lo)),
                 pct(1.0 + share(hi)),
-                ms(plain.0)
+                ms(plain_median_ns)
             )?;
             Some(share(mid))
         }
@@ -492,18 +520,7 @@ fn render(r: &Report) -> Result<String> {
             )?;
             None
         }
-    };
-    writeln!(
-        s,
-        "\n  goal: the whole-run instrumentation under 1% of the step: {}",
-        verdict(ratio, in_one)
-    )?;
-    writeln!(
-        s,
-        "  machine: {} cores; load average (1, 5, 15 min) before {}, after {}",
-        r.cores, r.load_before, r.load_after
-    )?;
-    Ok(s)
+    })
 }
 
 #[cfg(test)]

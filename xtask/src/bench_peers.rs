@@ -7,28 +7,20 @@
 //! untimed and timed passes measure the stage clocks' overhead. The goals block reports each
 //! goal as met or NOT met; a missed goal does not fail the bench, a failed run or a missing
 //! number does.
+use crate::bench_best::{Best, ENGINES, best_per_engine, rate};
 use crate::bench_goals::{Bare, goals, parse_bare, render_goals};
 use crate::cmd::Cmd;
-use crate::demo::{release_runner, target_dir};
-use anyhow::{Context, Result, bail, ensure};
+use crate::demo::release_runner;
+use crate::paths::target_dir;
+use anyhow::{Context, Result, ensure};
 use serde_json::Value;
-use stallscope_bundle::analysis::{
-    Metric, MetricKey, group_thousands, metric_summary, show_bytes, show_ratio,
-};
-use stallscope_bundle::{Bundle, Configuration, Engine, Phase, TimingMode, read_bundle};
+use stallscope_bundle::analysis::{show_bytes, show_ratio};
+use stallscope_bundle::{Bundle, Engine, read_bundle};
 use std::path::Path;
 
 const SUITE: &str = "fixtures/bench/loader-peers.toml";
 const KEPT: &str = "fixtures/bench/loader-peers.json";
 const KEPT_BARE: &str = "fixtures/bench/loader-peers-bare.json";
-/// Native first, then the peers it is held to.
-pub(crate) const ENGINES: [Engine; 5] = [
-    Engine::Native,
-    Engine::Pytorch,
-    Engine::Spdl,
-    Engine::Dali,
-    Engine::Nodes,
-];
 /// Passes of each `bare-images` run: alternately untimed and timed.
 const BARE_PASSES: u32 = 4;
 
@@ -103,69 +95,6 @@ pub(crate) fn run(repo: &Path) -> Result<()> {
     Ok(())
 }
 
-/// One engine's best configuration by median whole-run steady samples/s.
-#[derive(Debug, PartialEq)]
-pub(crate) struct Best {
-    pub(crate) engine: Engine,
-    /// `None` when no configuration of the engine has a steady whole-run figure.
-    pub(crate) best: Option<BestConfig>,
-}
-
-#[derive(Debug, PartialEq)]
-pub(crate) struct BestConfig {
-    pub(crate) label: String,
-    pub(crate) median: f64,
-    pub(crate) min: f64,
-    pub(crate) max: f64,
-    pub(crate) runs: usize,
-    /// The largest `memory.host_peak_rss_bytes` of the configuration's runs (both modes).
-    pub(crate) peak_rss: Option<u64>,
-}
-
-fn best_config(c: &Configuration) -> Option<BestConfig> {
-    let key = MetricKey::new(Metric::SamplesPerS, TimingMode::WholeRun, Phase::Steady);
-    let s = metric_summary(c, &key)?;
-    Some(BestConfig {
-        label: c.label.clone(),
-        median: s.median,
-        min: s.min,
-        max: s.max,
-        runs: s.n,
-        peak_rss: c
-            .runs
-            .iter()
-            .filter_map(|r| r.memory.as_ref()?.host_peak_rss_bytes)
-            .max(),
-    })
-}
-
-/// Per engine (native, pytorch, spdl, dali, nodes) the best configuration of the bundle's loader experiment.
-pub(crate) fn best_per_engine(bundle: &Bundle) -> Result<Vec<Best>> {
-    let Some(e) = bundle.experiments.first() else {
-        bail!("the bundle has no experiment");
-    };
-    Ok(ENGINES
-        .into_iter()
-        .map(|engine| {
-            let best = e
-                .configurations
-                .iter()
-                .filter(|c| *c.engine_or_native() == engine)
-                .filter_map(best_config)
-                .max_by(|a, b| a.median.total_cmp(&b.median));
-            Best { engine, best }
-        })
-        .collect())
-}
-
-pub(crate) fn rate(v: f64) -> String {
-    group_thousands(&format!("{v:.0}"))
-}
-
-pub(crate) fn rate1(v: f64) -> String {
-    group_thousands(&format!("{v:.1}"))
-}
-
 /// The summary table (under 100 columns) and the two ratios.
 pub(crate) fn render(rows: &[Best]) -> String {
     let mut s = String::from(
@@ -236,9 +165,10 @@ fn truncate(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stallscope_bundle::Phase;
 
     fn bundle() -> Bundle {
-        let path = crate::repo_root().join("fixtures/published/spdl-paper.json");
+        let path = crate::paths::repo_root().join("fixtures/published/spdl-paper.json");
         read_bundle(&std::fs::read(path).unwrap()).unwrap()
     }
 

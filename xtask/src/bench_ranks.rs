@@ -14,18 +14,18 @@
 //! is held to the figures `fixtures/bench/ranks.txt` held before it; the
 //! report is saved in `fixtures/bench/ranks.txt` (1,024) or
 //! `fixtures/bench/ranks-WORLD.txt`.
+mod common;
 mod viewer;
 
 use crate::bench_goals::{Spread, verdict};
 use crate::cmd::Cmd;
 use crate::web::rank_bundles::{RankSpec, per_rank_bundles};
 use anyhow::{Context, Result, bail, ensure};
+use common::{ID, Out, REPEATS, sidecars_of, spread};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 const STEPS: usize = 300;
-pub(crate) const ID: &str = "bench-ranks";
-const REPEATS: usize = 3;
 const MERGE_TARGET_S: f64 = 10.0;
 /// The 1,024-rank figures before format 1.3 (fixtures/bench/ranks.txt of
 /// issue 11): merge s, summary ms, per-rank view ms; used when that file
@@ -54,31 +54,8 @@ fn report_path(world: u32) -> String {
     }
 }
 
-/// The report: printed as it goes, saved at the end.
-pub(crate) struct Out(Vec<String>);
-
-impl Out {
-    fn line(&mut self, s: impl Into<String>) {
-        let s = s.into();
-        println!("{s}");
-        self.0.push(s);
-    }
-}
-
 fn mb(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
-}
-
-/// "label 1.23 s (median of 3: 1.23, 1.30, 1.20)", `d` decimals.
-fn spread(label: &str, unit: &str, d: usize, v: &[f64]) -> Result<String> {
-    let s = Spread::of(v)?;
-    let all: Vec<String> = v.iter().map(|x| format!("{x:.d$}")).collect();
-    Ok(format!(
-        "{label} {:.d$} {unit} (median of {}: {})",
-        s.median,
-        s.n,
-        all.join(", ")
-    ))
 }
 
 fn cores() -> usize {
@@ -292,17 +269,6 @@ fn merge_half(
         verdict(m < MERGE_TARGET_S)
     ));
     Ok(m)
-}
-
-/// The sidecar files `merge` wrote beside the merged bundle.
-fn sidecars_of(merged: &Path) -> Result<Vec<PathBuf>> {
-    let dir = merged.parent().context("the merged bundle has no folder")?;
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "ssrs"))
-        .collect();
-    files.sort();
-    Ok(files)
 }
 
 /// `stallscope validate` of the merged bundle, its size against the

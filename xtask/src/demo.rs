@@ -1,5 +1,6 @@
 //! `cargo xtask demo`: build the runner, run the quickstart suite, export the site and serve it.
 use crate::cmd::{Cmd, cargo};
+pub(crate) use crate::paths::target_dir;
 use crate::{setup, web};
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
@@ -125,14 +126,6 @@ pub(crate) fn release_runner(repo: &Path, web_dist: Option<&Path>) -> Result<Pat
         );
     }
     Ok(exe)
-}
-
-/// Cargo's target folder: `$CARGO_TARGET_DIR` or `target/` in the workspace.
-pub(crate) fn target_dir(repo: &Path) -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) if !dir.is_empty() => repo.join(dir),
-        _ => repo.join("target"),
-    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! `cargo xtask <task>`: setup, test, build, demo, bench, schema.
 mod bench;
+mod bench_best;
 mod bench_compute;
 mod bench_goals;
 mod bench_image_cnn;
@@ -9,6 +10,7 @@ mod bench_ranks;
 mod cmd;
 mod demo;
 mod libtorch;
+mod paths;
 mod peers;
 mod setup;
 mod structure;
@@ -16,7 +18,7 @@ mod test;
 mod web;
 
 use anyhow::{Result, bail};
-use std::path::PathBuf;
+pub(crate) use paths::repo_root;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask <task>
@@ -75,12 +77,4 @@ fn run() -> Result<()> {
         Some(other) => bail!("unknown task `{other}`\n{USAGE}"),
         None => bail!("no task given\n{USAGE}"),
     }
-}
-
-/// The workspace root: the folder above this crate's manifest.
-pub(crate) fn repo_root() -> PathBuf {
-    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
 }

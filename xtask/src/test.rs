@@ -1,6 +1,6 @@
 //! `cargo xtask test`: setup, then every check as a timed stage; stops at the first that fails.
 use crate::cmd::{Cmd, cargo};
-use crate::demo::target_dir;
+use crate::paths::target_dir;
 use crate::{setup, web};
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};

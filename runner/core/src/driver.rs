@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use stallscope_bundle::{Bundle, Configuration, Experiment, Failure, Run, TimingMode};
 
+use crate::measure::LoopError;
+
 /// Progress reporting (a terminal bar, or nothing).
 pub trait Progress {
     /// A timed epoch is about to start.
@@ -54,6 +56,17 @@ pub enum UnitError {
         runs: Vec<Run>,
         failure: Box<Failure>,
     },
+}
+
+/// An epoch's stop as the unit's.
+impl From<LoopError> for UnitError {
+    fn from(e: LoopError) -> Self {
+        match e {
+            LoopError::Interrupted => UnitError::Interrupted,
+            LoopError::Comm(failure) | LoopError::Recorded(failure) => UnitError::Recorded(failure),
+            LoopError::Failed(message) => UnitError::Failed(message),
+        }
+    }
 }
 
 /// What the driver gives every unit.

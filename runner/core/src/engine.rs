@@ -84,42 +84,7 @@ pub fn run_plan(
     engine: &dyn Engine,
     options: &RunOptions,
 ) -> anyhow::Result<Finished> {
-    let mut environment = engine.environment();
-    environment.command_line = std::env::args().collect();
-    environment.suite = Some(SuiteRecord {
-        name: plan.name.clone(),
-        path: plan.path.as_ref().map(|p| p.display().to_string()),
-        toml: plan.toml.clone(),
-    });
-    environment.seeds = Some(seeds(plan));
-    environment.rank = crate::ranks::current().map(|r| r.layout.clone());
-
-    let (created_at, id) = bundle_id();
-    let out_dir = options
-        .out_dir
-        .map_or_else(|| crate::ranks::default_out_dir(&id), Path::to_path_buf);
-    // Rank R of a ranked run writes bundle.rank-R.json.
-    let path = crate::ranks::per_rank(&out_dir.join("bundle.json"));
-    let mut bundle = Bundle {
-        schema_version: SchemaVersion::CURRENT,
-        id: id.clone(),
-        title: format!(
-            "{} on {}{}",
-            plan.title,
-            engine.device_name(),
-            engine.title_suffix()
-        ),
-        created_at,
-        provenance: Provenance::Measured,
-        environment,
-        experiments: Vec::new(),
-        status: RunStatus {
-            state: RunState::Running,
-            message: None,
-        },
-        ranks: Vec::new(),
-        notes: engine.notes(),
-    };
+    let (mut bundle, path) = started_bundle(plan, engine, options.out_dir);
 
     // Build every experiment first so the bundle lists them all from the start.
     let mut driven: Vec<Box<dyn Driven + '_>> = Vec::new();
@@ -160,17 +125,9 @@ pub fn run_plan(
         }
     }
     bundle.status = final_status(interrupted, failures);
-    if let (Some(start), Some(end)) = (load_at_start, envinfo::load_average()) {
-        let cores = bundle
-            .environment
-            .host
-            .as_ref()
-            .and_then(|h| h.logical_cores)
-            .map_or(String::new(), |c| format!(" on {c} logical cores"));
-        bundle.notes.push(format!(
-            "Host load average (1 min, /proc/loadavg) {start:.2} when the run started and {end:.2} when it ended{cores}; a load above the core count means other processes competed for the CPU during the measurements."
-        ));
-    }
+    bundle
+        .notes
+        .extend(load_note(&bundle, load_at_start, envinfo::load_average()));
     save(&bundle);
     if let Some(e) = save_error {
         return Err(e).with_context(|| format!("writing {}", path.display()));
@@ -181,6 +138,60 @@ pub fn run_plan(
         failures,
         interrupted,
     })
+}
+
+/// The bundle a run starts with (its environment, id and title, no
+/// experiments yet) and the file it is saved to.
+fn started_bundle(plan: &Plan, engine: &dyn Engine, out_dir: Option<&Path>) -> (Bundle, PathBuf) {
+    let mut environment = engine.environment();
+    environment.command_line = std::env::args().collect();
+    environment.suite = Some(SuiteRecord {
+        name: plan.name.clone(),
+        path: plan.path.as_ref().map(|p| p.display().to_string()),
+        toml: plan.toml.clone(),
+    });
+    environment.seeds = Some(seeds(plan));
+    environment.rank = crate::ranks::current().map(|r| r.layout.clone());
+
+    let (created_at, id) = bundle_id();
+    let out_dir = out_dir.map_or_else(|| crate::ranks::default_out_dir(&id), Path::to_path_buf);
+    // Rank R of a ranked run writes bundle.rank-R.json.
+    let path = crate::ranks::per_rank(&out_dir.join("bundle.json"));
+    let bundle = Bundle {
+        schema_version: SchemaVersion::CURRENT,
+        id: id.clone(),
+        title: format!(
+            "{} on {}{}",
+            plan.title,
+            engine.device_name(),
+            engine.title_suffix()
+        ),
+        created_at,
+        provenance: Provenance::Measured,
+        environment,
+        experiments: Vec::new(),
+        status: RunStatus {
+            state: RunState::Running,
+            message: None,
+        },
+        ranks: Vec::new(),
+        notes: engine.notes(),
+    };
+    (bundle, path)
+}
+
+/// How loaded the host was over the run, when both readings exist.
+fn load_note(bundle: &Bundle, start: Option<f64>, end: Option<f64>) -> Option<String> {
+    let (start, end) = (start?, end?);
+    let cores = bundle
+        .environment
+        .host
+        .as_ref()
+        .and_then(|h| h.logical_cores)
+        .map_or(String::new(), |c| format!(" on {c} logical cores"));
+    Some(format!(
+        "Host load average (1 min, /proc/loadavg) {start:.2} when the run started and {end:.2} when it ended{cores}; a load above the core count means other processes competed for the CPU during the measurements."
+    ))
 }
 
 /// The bundle's status at the end of a run.

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::images::ImageDirSource;
 use super::rng::Rng;
-use super::source::{SampleError, Source};
+use super::sample::{SampleError, Source};
 use super::stats::StageTimes;
 
 /// One pass over every image.

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::pool::BufferPool;
 use super::rng::Rng;
-use super::source::{Fault, SampleError, Source};
+use super::sample::{SampleError, Source};
+use super::source::Fault;
 use super::stats::{Stage, StageTimes};
 use super::trace::{BatchClock, BatchTrace, Tracing};
 

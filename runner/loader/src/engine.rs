@@ -14,31 +14,14 @@ use super::os::{WorkerOs, WorkerRegistry};
 use super::pool::BufferPool;
 use super::process::ProcessPool;
 use super::rng::{Rng, worker_seed};
+use super::sample::Source;
 use super::sampler::epoch_batches;
-use super::source::{Source, SourceSpec, open_source};
+use super::source::{SourceSpec, open_source};
 use super::stats::{EpochStats, Stage};
 use super::threads::ThreadPool;
 use super::trace::{TrackRecorder, monotonic_ns};
+use super::worker_pool::{Event, Pool};
 use super::{LoaderConfig, LoaderError, WorkerKind};
-
-/// What a worker pool reports.
-pub(crate) enum Event {
-    Done(Box<Batch>),
-    Failed {
-        worker: String,
-        sample: Option<u64>,
-        message: String,
-    },
-}
-
-/// A set of running workers (threads or processes).
-pub(crate) trait Pool: Send {
-    /// Give `task` to worker `worker`.
-    fn submit(&mut self, worker: usize, task: Task) -> Result<(), LoaderError>;
-    /// The next finished batch or failure; `None` only when `block` is false
-    /// and nothing is waiting.
-    fn next_event(&mut self, block: bool) -> Option<Event>;
-}
 
 /// The loader: a source, its knobs and (when persistent) its workers.
 pub struct Loader {

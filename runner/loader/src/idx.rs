@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::rng::Rng;
-use super::source::{SampleError, Source, SourceOpenError};
+use super::sample::{SampleError, Source, SourceOpenError};
 use super::stats::{Stage, StageTimes};
 
 /// Why IDX files could not be used. Every variant names the file, the byte

@@ -5,60 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
+pub use super::image_spec::{IMAGENET_MEAN, IMAGENET_STD, ImageSpec};
 use super::jpeg::Turbo;
-use super::pipeline::{self, Failed, JpegDecoder};
+use super::pipeline::{self, Failed};
 use super::rng::Rng;
-use super::source::{SampleError, Source, SourceOpenError};
+use super::sample::{SampleError, Source, SourceOpenError};
 use super::stats::{Stage, StageTimes};
-
-/// ImageNet channel means and standard deviations (the usual normalisation).
-pub const IMAGENET_MEAN: [f32; 3] = [0.485, 0.456, 0.406];
-pub const IMAGENET_STD: [f32; 3] = [0.229, 0.224, 0.225];
-
-/// An image directory and its transform.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ImageSpec {
-    pub dir: PathBuf,
-    /// The shorter side is resized to this many pixels.
-    pub resize: u32,
-    /// Then a random `crop × crop` window is cut (centre crop if not `random_crop`).
-    pub crop: u32,
-    #[serde(default = "yes")]
-    pub random_crop: bool,
-    /// Mirror horizontally with probability ½.
-    #[serde(default = "yes")]
-    pub flip: bool,
-    /// The JPEG decoder (libjpeg-turbo when present, by default).
-    #[serde(default)]
-    pub decoder: JpegDecoder,
-    /// With libjpeg-turbo, decode at the smallest m/8 scale whose shorter
-    /// side is still at least `resize` (the pixels differ slightly from a
-    /// full decode followed by the same resize).
-    #[serde(default = "yes")]
-    pub scaled_decode: bool,
-}
-
-impl ImageSpec {
-    /// A spec with the default pipeline: random crop and flip, libjpeg-turbo
-    /// where present, scaled decode.
-    pub fn new(dir: PathBuf, resize: u32, crop: u32) -> Self {
-        ImageSpec {
-            dir,
-            resize,
-            crop,
-            random_crop: true,
-            flip: true,
-            decoder: JpegDecoder::Auto,
-            scaled_decode: true,
-        }
-    }
-}
-
-fn yes() -> bool {
-    true
-}
 
 /// The files of an image directory and their labels.
 pub struct ImageDirSource {

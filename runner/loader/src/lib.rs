@@ -9,6 +9,7 @@ mod batch;
 mod engine;
 pub mod generate;
 pub mod idx;
+mod image_spec;
 pub mod images;
 pub mod jpeg;
 mod os;
@@ -16,6 +17,7 @@ pub mod pipeline;
 pub mod pool;
 mod process;
 pub mod rng;
+mod sample;
 mod sampler;
 mod shm;
 mod source;
@@ -23,6 +25,8 @@ pub mod stats;
 mod threads;
 pub mod trace;
 mod worker;
+mod worker_kind;
+mod worker_pool;
 
 use std::path::PathBuf;
 
@@ -30,39 +34,19 @@ use serde::{Deserialize, Serialize};
 
 pub use batch::{Batch, OnBadSample, Task, full_batch_bytes};
 pub use engine::{Loader, LoaderEpoch};
-pub use images::ImageSpec;
+pub use image_spec::{ImageSpec, JpegDecoder};
 pub use os::{WorkerOs, WorkerRegistry, WorkerUsage, current_tid, thread_usage};
-pub use pipeline::JpegDecoder;
 pub use pool::{BufferPool, Pooled};
 pub use process::{
     PARENT_ENV, WORKER_PROGRAM, WORKER_PROGRAM_ENV, beside_running_program, worker_program,
 };
+pub use sample::{SampleError, Source, SourceOpenError};
 pub use sampler::{Sampler, Shard, epoch_batches, shard_batches};
 pub use shm::SEGMENT_PREFIX;
-pub use source::{Fault, SampleError, Source, SourceOpenError, SourceSpec, open_source};
+pub use source::{Fault, SourceSpec, open_source};
 pub use stats::StageTotal;
 pub use worker::worker_main;
-
-/// Where the workers run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WorkerKind {
-    /// Threads of the runner's process (the default: Rust has no GIL).
-    #[default]
-    Threads,
-    /// Processes started from the runner's own binary; batches come back
-    /// through shared memory (what process-based loaders pay).
-    Processes,
-}
-
-impl WorkerKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkerKind::Threads => "threads",
-            WorkerKind::Processes => "processes",
-        }
-    }
-}
+pub use worker_kind::WorkerKind;
 
 /// The loader's knobs (those of a PyTorch `DataLoader`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 
-use super::WorkerKind;
+use super::worker_kind::WorkerKind;
 
 /// CPU time and peak memory of one worker over its whole life.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

@@ -9,45 +9,11 @@ use std::cell::RefCell;
 
 use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
-use serde::{Deserialize, Serialize};
 
-use super::images::{IMAGENET_MEAN, IMAGENET_STD, ImageSpec};
+pub use super::image_spec::JpegDecoder;
+use super::image_spec::{IMAGENET_MEAN, IMAGENET_STD, ImageSpec};
 use super::jpeg;
 use super::rng::Rng;
-
-/// Which JPEG decoder the native loader uses.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum JpegDecoder {
-    /// libjpeg-turbo when its library loads, zune-jpeg otherwise.
-    #[default]
-    Auto,
-    /// libjpeg-turbo's TurboJPEG API (`libturbojpeg.so.0`), loaded at run time.
-    LibjpegTurbo,
-    /// zune-jpeg (pure Rust, inside the `image` crate); never scaled.
-    ZuneJpeg,
-}
-
-impl JpegDecoder {
-    pub const ALL: [JpegDecoder; 3] = [
-        JpegDecoder::Auto,
-        JpegDecoder::LibjpegTurbo,
-        JpegDecoder::ZuneJpeg,
-    ];
-
-    /// The decoder a suite or the command line names.
-    pub fn from_name(name: &str) -> Option<JpegDecoder> {
-        Self::ALL.into_iter().find(|d| d.as_str() == name)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JpegDecoder::Auto => "auto",
-            JpegDecoder::LibjpegTurbo => "libjpeg-turbo",
-            JpegDecoder::ZuneJpeg => "zune-jpeg",
-        }
-    }
-}
 
 /// The decoder a spec gets on this machine, or why the one asked for is
 /// not there. `Ok(None)` means zune-jpeg.

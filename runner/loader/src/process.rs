@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use super::batch::{Batch, Task};
-use super::engine::{Event, Pool};
 use super::os::{WorkerRegistry, wait_with_usage};
 use super::pool::BufferPool;
 use super::shm::{SEGMENT_PREFIX, Segment, segment_len, slot_bytes};
@@ -22,6 +21,7 @@ use super::source::SourceSpec;
 use super::stats::{Stage, StageTimes};
 use super::trace::monotonic_ns;
 use super::worker::{Assign, Reply, WorkerInit};
+use super::worker_pool::{Event, Pool};
 use super::{LoaderConfig, LoaderError, WorkerKind};
 
 /// How long a new worker may take to say it is ready.

@@ -8,11 +8,11 @@ use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 use super::batch::{BatchBuilder, Host, Task, panic_text};
-use super::engine::{Event, Pool};
 use super::os::{ThreadEnd, WorkerRegistry, current_tid};
 use super::pool::BufferPool;
 use super::rng::{Rng, worker_seed};
-use super::source::Source;
+use super::sample::Source;
+use super::worker_pool::{Event, Pool};
 use super::{LoaderConfig, LoaderError, WorkerKind};
 
 pub(crate) struct ThreadPool {

@@ -7,8 +7,8 @@
 use serde::{Deserialize, Serialize};
 use stallscope_bundle::{TrackStage, WorkerTracks};
 
-use super::WorkerKind;
 use super::stats::{Stage, StageTimes};
+use super::worker_kind::WorkerKind;
 
 /// Batches an epoch lists at most; later ones are counted as left out.
 pub const MAX_TRACKED_BATCHES: usize = 4096;

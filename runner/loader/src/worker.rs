@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use super::batch::{BatchBuilder, Host, OnBadSample, Progress, Task};
 use super::pool::BufferPool;
 use super::rng::{Rng, worker_seed};
+use super::sample::SampleError;
 use super::shm::Segment;
-use super::source::{Fault, SampleError, SourceSpec, open_source};
+use super::source::{Fault, SourceSpec, open_source};
 use super::stats::{Stage, StageTimes};
 use super::trace::{BatchTrace, monotonic_ns};
 

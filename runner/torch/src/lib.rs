@@ -7,6 +7,7 @@
 //! kind ([`experiments`]). Only this crate (and the command that links it)
 //! knows tch.
 
+mod batch_copy;
 pub mod data;
 pub mod device;
 pub mod environment;

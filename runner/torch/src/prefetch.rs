@@ -14,12 +14,12 @@
 
 use tch::{Device, Tensor};
 
+use crate::batch_copy::{CopyMode, taken, to_device};
 use crate::device::DeviceCtx;
 use crate::feed::{EpochIter, HostBatch};
 use crate::models::Trainer;
 use crate::shim::{SideStream, record_on_current_stream};
-use crate::steps::{CopyMode, LoopError, taken, to_device};
-use stallscope_core::measure::{EpochSteps, Taken};
+use stallscope_core::measure::{EpochSteps, LoopError, Taken};
 
 fn side_stream(ctx: &DeviceCtx) -> Result<SideStream, LoopError> {
     let Device::Cuda(n) = ctx.device else {

@@ -6,42 +6,15 @@
 
 use stallscope_bundle::{LoaderStats, Memory, TimingMode, WorkerTracks};
 use stallscope_loader::WorkerRegistry;
-use tch::{Kind, Tensor};
+use tch::Tensor;
 
+pub use crate::batch_copy::{CopyMode, taken, to_device};
 use crate::device::DeviceCtx;
-use crate::feed::{EpochIter, Feed, HostBatch, labels_i64};
+use crate::feed::{EpochIter, Feed, HostBatch};
 use crate::models::Trainer;
 use stallscope_core::cost::GpuTarget;
 pub use stallscope_core::measure::{EpochSlot, LoopError};
 use stallscope_core::measure::{EpochSteps, Stages, Steps, Taken};
-
-/// How the loop copies a batch to the device.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CopyMode {
-    /// `non_blocking=True` (only overlaps with compute from pinned memory).
-    pub non_blocking: bool,
-    /// Copy the next batch on a side stream while this one computes
-    /// (`prefetch_to_device`, CUDA only; `crate::prefetch`).
-    pub prefetch_to_device: bool,
-}
-
-/// Copy a host batch to the device (the `transfer` stage).
-pub fn to_device(
-    batch: &HostBatch,
-    ctx: &DeviceCtx,
-    copy: CopyMode,
-) -> Result<(Tensor, Tensor), LoopError> {
-    let x = batch
-        .inputs
-        .f_to_device_(ctx.device, Kind::Float, copy.non_blocking, false)?;
-    let y = labels_i64(&batch.labels)?.f_to_device_(
-        ctx.device,
-        Kind::Int64,
-        copy.non_blocking,
-        false,
-    )?;
-    Ok((x, y))
-}
 
 /// One warm-up step on a synthetic batch of the measured shape (seeds/003),
 /// outside any timed region, so kernel selection and allocation are not
@@ -51,14 +24,6 @@ pub fn warm_up(trainer: &mut Trainer, ctx: &DeviceCtx, batch_size: i64) -> Resul
     trainer.step(&x, &y)?;
     ctx.synchronize();
     Ok(())
-}
-
-/// The sizes of a host batch, for the loop's counts.
-pub fn taken(batch: &HostBatch) -> Taken {
-    Taken {
-        samples: batch.len() as u64,
-        bytes: batch.bytes(),
-    }
 }
 
 /// One training epoch of `trainer` on `feed` through the one loop

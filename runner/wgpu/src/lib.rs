@@ -11,10 +11,12 @@ mod engine;
 mod linear;
 mod loader;
 pub mod steps;
+mod trainer;
 mod transfer;
 
 pub use engine::WgpuEngine;
-pub use linear::{LinearPlan, LinearTrainer, WgpuLinear, generate_data};
+pub use linear::{LinearPlan, WgpuLinear, generate_data};
+pub use trainer::LinearTrainer;
 pub use transfer::{TransferPlan, WgpuTransfer};
 
 use stallscope_bundle::{DeviceInfo, DeviceKind, WgpuInfo};

@@ -8,7 +8,8 @@ use stallscope_bundle::{Configuration, Experiment, ParamValue, Run, TimingMode};
 use stallscope_loader::{Batch, Loader, LoaderError, SourceSpec};
 
 use super::steps::{Batches, HostBatch, WgpuSteps, loader_failure};
-use super::{LinearTrainer, WgpuCtx, WgpuError};
+use super::trainer::{LinearTrainer, MAX_CLASSES, initial_weights};
+use super::{WgpuCtx, WgpuError};
 use stallscope_core::driver::{Driven, UnitCtx, UnitError};
 use stallscope_core::grid::{Point, loader_config, points, swept_knobs};
 use stallscope_core::measure::{EpochSlot, run_epoch};
@@ -47,7 +48,7 @@ pub(crate) fn unsupported(lp: &LoaderPlan) -> Option<String> {
     }
     match (&lp.data, lp.model) {
         (DataPlan::Tensor { .. } | DataPlan::Synthetic { .. }, ModelSpec::Linear { classes, .. })
-            if classes <= i64::from(super::linear::MAX_CLASSES) =>
+            if classes <= i64::from(MAX_CLASSES) =>
         {
             None
         }
@@ -108,7 +109,7 @@ impl<'a> WgpuLoader<'a> {
         };
         let max_batch = lp.batch_size as u32;
         let trainer = LinearTrainer::new(ctx, features, classes, max_batch, LR)?;
-        let weights = super::linear::initial_weights(features, classes, weight_seed);
+        let weights = initial_weights(features, classes, weight_seed);
         // Pinning means nothing here: one point per remaining knob.
         let first_pinned = lp.pinned[0];
         let mut pts: Vec<Point> = points(&lp)

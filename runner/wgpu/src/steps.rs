@@ -7,7 +7,7 @@
 use stallscope_bundle::{LoaderStats, TimingMode, WorkerTracks};
 use stallscope_loader::{Batch, Loader, LoaderEpoch, LoaderError, WorkerRegistry};
 
-use super::LinearTrainer;
+use super::trainer::LinearTrainer;
 use stallscope_core::cost::GpuTarget;
 use stallscope_core::measure::{EpochSteps, LoopError, Steps, Taken};
 

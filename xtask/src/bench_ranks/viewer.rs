@@ -4,7 +4,7 @@
 //! per-rank view drawn (its sidecar fetched), beside the browser's own
 //! `JSON.parse` of the same file; then the straggler table's first rank and
 //! the rank search for the slowed rank.
-use super::{Out, REPEATS, sidecars_of, spread};
+use super::common::{ID, Out, REPEATS, sidecars_of, spread};
 use crate::bench_goals::{Spread, verdict};
 use crate::web::rank_bundles::{EXPERIMENT, RankSpec, merged_id};
 use crate::web::{Server, export_site};
@@ -123,7 +123,7 @@ pub(super) fn run(
     let file = site(runner, work, merged)?;
     let server = Server::start(runner, work)?;
     let browser = Browser::start(1280, 1000)?;
-    let (times, straggler) = loads(&browser, &server.url, &merged_id(super::ID), &file)?;
+    let (times, straggler) = loads(&browser, &server.url, &merged_id(ID), &file)?;
     let found = search(&browser, spec.slow_rank)?;
     // The viewer's own read (read_bundle: parse + validation), as it reports it.
     browser.goto(&format!("{}site/#/", server.url))?;

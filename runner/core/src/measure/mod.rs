@@ -27,61 +27,17 @@ use std::time::Instant;
 
 use stallscope_bundle::analysis::diagnostic_from_series;
 use stallscope_bundle::{
-    Diagnostic, Failure, LoaderStats, Memory, Phase, Run, StepSeries, TimingMode, WholeRun,
-    WorkerTracks,
+    Diagnostic, LoaderStats, Memory, Phase, Run, StepSeries, TimingMode, WholeRun, WorkerTracks,
 };
 use stallscope_loader::WorkerRegistry;
 
 use crate::cost::{EpochWatch, GpuTarget};
 
+mod error;
 #[cfg(test)]
 mod tests;
 
-/// Why an epoch stopped.
-#[derive(Debug)]
-pub enum LoopError {
-    Interrupted,
-    /// The ranks' per-step barrier failed (`crate::ranks`): a
-    /// `Failure::CommTimeout` naming the missing ranks.
-    Comm(Box<Failure>),
-    /// A failure the engine records as it is (a loader worker's names the
-    /// worker and the sample).
-    Recorded(Box<Failure>),
-    /// Anything else, in words that say what was expected.
-    Failed(String),
-}
-
-impl std::fmt::Display for LoopError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoopError::Interrupted => f.write_str("interrupted (Ctrl-C)"),
-            LoopError::Comm(failure) => write!(f, "comm: {failure:?}"),
-            LoopError::Recorded(failure) => write!(f, "{failure:?}"),
-            LoopError::Failed(message) => f.write_str(message),
-        }
-    }
-}
-
-/// Any engine's error (libtorch's, wgpu's, a feed's) ends the epoch with
-/// its message: so an engine's step parts use `?` on their own errors.
-/// (`LoopError` is not itself a `std::error::Error`, as `anyhow::Error` is
-/// not, so this impl does not overlap `From<T> for T`.)
-impl<E: std::error::Error> From<E> for LoopError {
-    fn from(e: E) -> Self {
-        LoopError::Failed(e.to_string())
-    }
-}
-
-impl From<LoopError> for crate::driver::UnitError {
-    fn from(e: LoopError) -> Self {
-        use crate::driver::UnitError;
-        match e {
-            LoopError::Interrupted => UnitError::Interrupted,
-            LoopError::Comm(failure) | LoopError::Recorded(failure) => UnitError::Recorded(failure),
-            LoopError::Failed(message) => UnitError::Failed(message),
-        }
-    }
-}
+pub use error::LoopError;
 
 /// Where one epoch sits in the sweep: its mode, repeat and index.
 #[derive(Debug, Clone, PartialEq, Eq)]

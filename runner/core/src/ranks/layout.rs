@@ -43,69 +43,13 @@ pub fn from_env(
     get: &dyn Fn(&str) -> Option<String>,
     flags: &MasterFlags,
 ) -> Result<Option<RankLayout>, LayoutError> {
-    let num = |name: &str| -> Result<Option<u32>, LayoutError> {
-        match get(name) {
-            None => Ok(None),
-            Some(v) => v
-                .trim()
-                .parse::<u32>()
-                .map(Some)
-                .map_err(|_| err(name, &v, "expected a whole number")),
-        }
-    };
-    let port_var = || -> Result<Option<u16>, LayoutError> {
-        match get("MASTER_PORT") {
-            None => Ok(None),
-            Some(v) => match v.trim().parse::<u16>() {
-                Ok(p) if p > 0 => Ok(Some(p)),
-                _ => Err(err("MASTER_PORT", &v, "expected a port from 1 to 65535")),
-            },
-        }
-    };
-    let mut layout = if let (Some(rank), Some(world)) = (num("RANK")?, num("WORLD_SIZE")?) {
-        let torchrun = get("TORCHELASTIC_RUN_ID").is_some();
-        let run_id = get("TORCHELASTIC_RUN_ID").filter(|id| id != "none");
-        RankLayout {
-            launcher: if torchrun { "torchrun" } else { "env" }.into(),
-            rank,
-            world_size: world,
-            local_rank: num("LOCAL_RANK")?.unwrap_or(rank),
-            local_world_size: num("LOCAL_WORLD_SIZE")?,
-            node: num("GROUP_RANK")?,
-            job_id: get("SLURM_JOB_ID").or(run_id),
-            master_addr: get("MASTER_ADDR").unwrap_or_else(|| "127.0.0.1".into()),
-            master_port: port_var()?.unwrap_or(DEFAULT_PORT),
-            ..RankLayout::default()
-        }
-    } else if let (Some(rank), Some(world)) = (num("SLURM_PROCID")?, num("SLURM_NTASKS")?) {
-        let job_id = get("SLURM_JOB_ID");
-        let master_addr = match (get("MASTER_ADDR"), get("SLURM_JOB_NODELIST")) {
-            (Some(a), _) => a,
-            (None, Some(list)) => {
-                first_host(&list).map_err(|why| err("SLURM_JOB_NODELIST", &list, why))?
-            }
-            (None, None) => "127.0.0.1".into(),
-        };
-        let derived = job_id
-            .as_deref()
-            .and_then(|j| j.trim().parse::<u64>().ok())
-            .map(port_from_job_id);
-        RankLayout {
-            launcher: "slurm".into(),
-            rank,
-            world_size: world,
-            local_rank: num("SLURM_LOCALID")?.unwrap_or(0),
-            local_world_size: num("SLURM_NTASKS_PER_NODE").ok().flatten().or(num(
-                "SLURM_TASKS_PER_NODE",
-            )
-            .ok()
-            .flatten()),
-            node: num("SLURM_NODEID")?,
-            job_id,
-            master_addr,
-            master_port: port_var()?.or(derived).unwrap_or(DEFAULT_PORT),
-            ..RankLayout::default()
-        }
+    let vars = Vars { get };
+    let mut layout = if let (Some(rank), Some(world)) = (vars.num("RANK")?, vars.num("WORLD_SIZE")?)
+    {
+        env_layout(&vars, rank, world)?
+    } else if let (Some(rank), Some(world)) = (vars.num("SLURM_PROCID")?, vars.num("SLURM_NTASKS")?)
+    {
+        slurm_layout(&vars, rank, world)?
     } else {
         return Ok(None);
     };
@@ -140,6 +84,93 @@ pub fn from_env(
     }
     layout.sync = SYNC.into();
     Ok(Some(layout))
+}
+
+/// A launcher's environment, read through `get`, its numbers parsed.
+struct Vars<'a> {
+    get: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Vars<'_> {
+    fn get(&self, name: &str) -> Option<String> {
+        (self.get)(name)
+    }
+
+    /// A whole number, or `None` when the variable is not set.
+    fn num(&self, name: &str) -> Result<Option<u32>, LayoutError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .trim()
+                .parse::<u32>()
+                .map(Some)
+                .map_err(|_| err(name, &v, "expected a whole number")),
+        }
+    }
+
+    /// `MASTER_PORT`, or `None` when it is not set.
+    fn port(&self) -> Result<Option<u16>, LayoutError> {
+        match self.get("MASTER_PORT") {
+            None => Ok(None),
+            Some(v) => match v.trim().parse::<u16>() {
+                Ok(p) if p > 0 => Ok(Some(p)),
+                _ => Err(err("MASTER_PORT", &v, "expected a port from 1 to 65535")),
+            },
+        }
+    }
+}
+
+/// The layout torchrun (or `RANK` and `WORLD_SIZE` set by hand) describes.
+fn env_layout(vars: &Vars, rank: u32, world: u32) -> Result<RankLayout, LayoutError> {
+    let torchrun = vars.get("TORCHELASTIC_RUN_ID").is_some();
+    let run_id = vars.get("TORCHELASTIC_RUN_ID").filter(|id| id != "none");
+    Ok(RankLayout {
+        launcher: if torchrun { "torchrun" } else { "env" }.into(),
+        rank,
+        world_size: world,
+        local_rank: vars.num("LOCAL_RANK")?.unwrap_or(rank),
+        local_world_size: vars.num("LOCAL_WORLD_SIZE")?,
+        node: vars.num("GROUP_RANK")?,
+        job_id: vars.get("SLURM_JOB_ID").or(run_id),
+        master_addr: vars
+            .get("MASTER_ADDR")
+            .unwrap_or_else(|| "127.0.0.1".into()),
+        master_port: vars.port()?.unwrap_or(DEFAULT_PORT),
+        ..RankLayout::default()
+    })
+}
+
+/// The layout Slurm's `srun` describes; the master is `MASTER_ADDR`, else
+/// the job's first host, and the port derives from the job id.
+fn slurm_layout(vars: &Vars, rank: u32, world: u32) -> Result<RankLayout, LayoutError> {
+    let job_id = vars.get("SLURM_JOB_ID");
+    let master_addr = match (vars.get("MASTER_ADDR"), vars.get("SLURM_JOB_NODELIST")) {
+        (Some(a), _) => a,
+        (None, Some(list)) => {
+            first_host(&list).map_err(|why| err("SLURM_JOB_NODELIST", &list, why))?
+        }
+        (None, None) => "127.0.0.1".into(),
+    };
+    let derived = job_id
+        .as_deref()
+        .and_then(|j| j.trim().parse::<u64>().ok())
+        .map(port_from_job_id);
+    Ok(RankLayout {
+        launcher: "slurm".into(),
+        rank,
+        world_size: world,
+        local_rank: vars.num("SLURM_LOCALID")?.unwrap_or(0),
+        local_world_size: vars
+            .num("SLURM_NTASKS_PER_NODE")
+            .ok()
+            .flatten()
+            .or(vars.num("SLURM_TASKS_PER_NODE").ok().flatten()),
+        node: vars.num("SLURM_NODEID")?,
+        job_id,
+        master_addr,
+        master_port: vars.port()?.or(derived).unwrap_or(DEFAULT_PORT),
+        ..RankLayout::default()
+    })
 }
 
 /// A master port derived from a Slurm job id, so two jobs sharing a node

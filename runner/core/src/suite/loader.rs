@@ -2,8 +2,8 @@
 //! into a [`LoaderPlan`] (its data in `source.rs`).
 
 use std::ops::Range;
-use std::path::Path;
 
+use super::loader_cx::LoaderCx;
 use super::located::{Located, SuiteError};
 use super::plan::{
     DaliDevice, DataPlan, EngineName, ExperimentSpec, LoaderPlan, MpContext, PythonModel,
@@ -22,38 +22,6 @@ const ENGINES: [(&str, EngineName); 5] = [
     ("dali", EngineName::Dali),
     ("nodes", EngineName::Nodes),
 ];
-
-/// One loader table being parsed: the experiment's kind and place, the
-/// suite's folder (a relative `python_path` is anchored there) and
-/// whether `--quick` applies.
-pub(super) struct LoaderCx<'a> {
-    pub cx: &'a Located<'a>,
-    /// `loader` or `stall`.
-    pub kind: &'a str,
-    pub index: usize,
-    pub kind_span: Range<usize>,
-    pub suite_dir: &'a Path,
-    pub quick: bool,
-}
-
-impl LoaderCx<'_> {
-    /// The key of one of this table's fields, `experiment[2].loader.workers`.
-    pub(super) fn at(&self, key: &str) -> String {
-        format!("experiment[{}].loader.{key}", self.index)
-    }
-
-    /// Where `source` is written, else the experiment's kind.
-    pub(super) fn source_span(&self, raw: &RawLoader) -> Range<usize> {
-        raw.source
-            .as_ref()
-            .map_or(self.kind_span.clone(), |s| s.span())
-    }
-
-    /// Where `v` is written, else `fallback`.
-    fn span_or<T>(v: &Option<Spanned<T>>, fallback: Range<usize>) -> Range<usize> {
-        v.as_ref().map_or(fallback, |v| v.span())
-    }
-}
 
 /// The table with `[experiment.loader.quick]` applied under `--quick`.
 fn with_quick(raw: Option<&RawLoader>, quick: bool) -> RawLoader {

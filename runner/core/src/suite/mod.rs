@@ -7,6 +7,7 @@
 
 mod kinds;
 mod loader;
+mod loader_cx;
 mod located;
 mod plan;
 mod ranks;
@@ -276,7 +277,7 @@ impl SuiteAt<'_> {
             (None, Some(_)) => (x.model_named("linear")?, false),
             (None, None) => (x.model("linear")?, false),
         };
-        let lx = loader::LoaderCx {
+        let lx = loader_cx::LoaderCx {
             cx: self.cx,
             kind,
             index: x.index,

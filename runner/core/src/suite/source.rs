@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::loader::LoaderCx;
+use super::loader_cx::LoaderCx;
 use super::located::SuiteError;
 use super::plan::DataPlan;
 use super::raw::RawLoader;

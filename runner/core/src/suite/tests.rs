@@ -46,14 +46,25 @@ fn every_file_in_fixtures_suites_is_an_embedded_preset() {
     }
 }
 
+/// A suite of one experiment of `kind` on `model` whose loader table is `table`.
+fn loader_table(model: &str, kind: &str, table: &str) -> String {
+    format!(
+        "[[experiment]]\nid = \"a\"\nkind = \"{kind}\"\nmodel = \"{model}\"\n[experiment.loader]\n{table}"
+    )
+}
+
+/// Each suite is refused with a message that contains its expected text.
+fn assert_refused(cases: &[(String, &str)]) {
+    for (text, want) in cases {
+        let e = err(text);
+        assert!(e.contains(want), "{e}\n--- for\n{text}");
+    }
+}
+
 #[test]
-fn peer_keys_are_checked_where_they_are_written() {
-    let loader = |model: &str, kind: &str, table: &str| {
-        format!(
-            "[[experiment]]\nid = \"a\"\nkind = \"{kind}\"\nmodel = \"{model}\"\n[experiment.loader]\n{table}"
-        )
-    };
-    for (text, want) in [
+fn engines_and_sources_are_checked_where_they_are_written() {
+    let loader = loader_table;
+    assert_refused(&[
         (
             loader("linear", "loader", "engines = [\"native\", \"jax\"]\n"),
             "s.toml:6:11: experiment[0].loader.engines: \"jax\"; expected native, pytorch, spdl, dali, nodes",
@@ -83,16 +94,23 @@ fn peer_keys_are_checked_where_they_are_written() {
             "experiment[0].loader.engines: source = \"python\" runs your own Dataset",
         ),
         (
-            loader("linear", "loader", "contexts = [\"fork\", \"spawn\"]\n"),
-            "experiment[0].loader.contexts: the start method of DataLoader workers is a pytorch knob",
-        ),
-        (
             loader("none", "stall", ""),
             "s.toml:4:9: experiment[0].model: \"none\" in a stall experiment",
         ),
         (
             loader("linear", "stall", "engines = [\"pytorch\"]\n"),
             "s.toml:6:11: experiment[0].loader.engines: a stall experiment runs the differential method on the native engine",
+        ),
+    ]);
+}
+
+#[test]
+fn peer_keys_are_checked_where_they_are_written() {
+    let loader = loader_table;
+    assert_refused(&[
+        (
+            loader("linear", "loader", "contexts = [\"fork\", \"spawn\"]\n"),
+            "experiment[0].loader.contexts: the start method of DataLoader workers is a pytorch knob",
         ),
         (
             loader("linear", "loader", "factory = \"m:f\"\n"),
@@ -134,10 +152,12 @@ fn peer_keys_are_checked_where_they_are_written() {
             ),
             "experiment[0].loader.dali_device: \"gpu\"; expected cpu, mixed",
         ),
-    ] {
-        let e = err(&text);
-        assert!(e.contains(want), "{e}\n--- for\n{text}");
-    }
+    ]);
+}
+
+#[test]
+fn a_loader_only_table_runs_on_the_engines_it_names() {
+    let loader = loader_table;
     let ok = loader(
         "none",
         "loader",

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use stallscope_bundle::{Experiment, ExperimentKind, ParamValue, Run};
 
-use super::{GridExperiment, RunCtx, TrainUnit, UnitError, batch_size_configurations, train_unit};
+use super::common::{GridExperiment, RunCtx, TrainUnit, batch_size_configurations, train_unit};
 use crate::data::{FashionMnist, tensor_data};
 use crate::feed::{Dataset, Feed, InLoopConfig, InLoopLoader, Order};
 use crate::steps::CopyMode;
+use stallscope_core::driver::UnitError;
 use stallscope_core::model_spec::ModelSpec;
 use stallscope_core::suite::{DataSpec, ExperimentPlan, ExperimentSpec};
 

@@ -4,9 +4,10 @@
 use stallscope_bundle::{Experiment, ExperimentKind, LoaderStats, ParamValue, Run};
 use tch::Tensor;
 
-use super::{GridExperiment, RunCtx, TrainUnit, UnitError, batch_size_configurations, train_unit};
+use super::common::{GridExperiment, RunCtx, TrainUnit, batch_size_configurations, train_unit};
 use crate::feed::{EpochIter, Feed, FeedError, HostBatch, tensor_bytes};
 use crate::steps::CopyMode;
+use stallscope_core::driver::UnitError;
 use stallscope_core::model_spec::ModelSpec;
 use stallscope_core::suite::{ExperimentPlan, ExperimentSpec};
 

@@ -4,11 +4,14 @@
 //! which owns the order of repeats, panic isolation, Ctrl-C and saving.
 
 pub mod batch_sweep;
+mod common;
 pub mod compute;
 pub mod loader;
+mod loader_common;
 pub mod native_feed;
 pub mod oom_probe;
 mod peer;
+mod peer_source;
 pub mod source_plan;
 mod stall;
 pub mod transfer;
@@ -16,46 +19,16 @@ pub mod transfer;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use stallscope_bundle::{
-    Configuration, Environment, Experiment, ParamValue, Run, Seeds, TimingMode,
-};
+use stallscope_bundle::{Environment, Experiment, Run, Seeds};
 
 use crate::device::DeviceCtx;
-use crate::feed::Feed;
-use crate::models::{ModelSpec, Trainer};
-use crate::steps::{CopyMode, TorchSteps, warm_up};
+pub use common::{
+    GridExperiment, RunCtx, TrainUnit, batch_label, batch_size_configurations, failed, train_unit,
+};
 use stallscope_core::driver::{Driven, NoProgress, UnitCtx};
 pub use stallscope_core::driver::{Outcome, Progress, UnitError, order, panic_message};
 use stallscope_core::engine::Engine;
-use stallscope_core::measure::{EpochSlot, run_epoch};
 use stallscope_core::suite::{ExperimentPlan, ExperimentSpec, Plan};
-
-/// What every libtorch experiment needs from the run.
-pub struct RunCtx<'a> {
-    pub device: &'a DeviceCtx,
-    pub stop: &'a AtomicBool,
-    pub data_dir: Option<&'a Path>,
-    pub seeds: Seeds,
-    pub progress: &'a dyn Progress,
-}
-
-/// A libtorch error as a unit's failure (`?` cannot convert between two
-/// foreign types).
-pub fn failed(e: tch::TchError) -> UnitError {
-    UnitError::Failed(e.to_string())
-}
-
-/// A libtorch experiment with a fixed grid of configurations.
-pub trait GridExperiment {
-    /// The bundle experiment with its configurations and no runs yet.
-    fn skeleton(&self) -> Experiment;
-    /// Timed epochs per (configuration, repeat), for the progress bar.
-    fn epochs_per_unit(&self) -> u64;
-    /// Run configuration `index` once (repeat `repeat`), returning its runs.
-    fn run_unit(&mut self, index: usize, repeat: u32, rc: &RunCtx) -> Result<Vec<Run>, UnitError>;
-    /// After every unit: what the units taught (`Driven::arrange`).
-    fn arrange(&self, _experiment: &mut Experiment) {}
-}
 
 /// The libtorch engine: CUDA or the CPU through the linked libtorch.
 pub struct TorchEngine<'a> {
@@ -159,106 +132,4 @@ fn grid_for<'a>(
             Box::new(crate::experiments::loader::StallExperiment::new(plan, rc)?)
         }
     })
-}
-
-/// One unit of a training experiment: a configuration, once.
-pub struct TrainUnit<'a> {
-    pub exp_id: &'a str,
-    pub config_id: &'a str,
-    pub repeat: u32,
-    pub epochs: u32,
-    /// The model trained; `None` for `model = "none"`: the loop takes each
-    /// batch from the feed and does nothing else (seeds/002's first check).
-    pub model: Option<ModelSpec>,
-    pub batch_size: i64,
-    pub copy: CopyMode,
-}
-
-/// The shared unit of the training experiments: for each timing mode a fresh
-/// model (same initial weights) and feed, one warm-up step, then `epochs`
-/// timed epochs (the first cold, the rest steady) through the one loop.
-pub fn train_unit(
-    rc: &RunCtx,
-    unit: &TrainUnit,
-    make_feed: &mut dyn FnMut() -> Result<Box<dyn Feed>, UnitError>,
-) -> Result<Vec<Run>, UnitError> {
-    let mut runs = Vec::new();
-    for mode in [TimingMode::WholeRun, TimingMode::Diagnostic] {
-        let mut trainer = match unit.model {
-            Some(m) => Some(
-                Trainer::new(m, m.default_optimizer(), rc.device.device, rc.seeds.weights)
-                    .map_err(failed)?,
-            ),
-            None => None,
-        };
-        let mut feed = make_feed()?;
-        if let Some(t) = trainer.as_mut() {
-            warm_up(t, rc.device, unit.batch_size)?;
-        }
-        let mut steps = TorchSteps {
-            trainer: trainer.as_mut(),
-            feed: feed.as_mut(),
-            ctx: rc.device,
-            copy: unit.copy,
-        };
-        for epoch in 0..unit.epochs {
-            rc.progress.epoch(
-                unit.exp_id,
-                unit.config_id,
-                unit.repeat,
-                mode.clone(),
-                epoch,
-            );
-            let slot = EpochSlot {
-                mode: mode.clone(),
-                repeat: unit.repeat,
-                epoch,
-            };
-            runs.push(run_epoch(&mut steps, &slot, rc.stop)?);
-            rc.progress.epoch_done();
-        }
-        drop(feed);
-        if trainer.take().is_some() {
-            rc.device.empty_cache();
-        }
-    }
-    Ok(runs)
-}
-
-/// One configuration per batch size (id `bs{b}`, param `batch_size`), each
-/// batch `bytes_per_sample × b` bytes; runs are filled in as units finish.
-pub fn batch_size_configurations(batch_sizes: &[i64], bytes_per_sample: u64) -> Vec<Configuration> {
-    batch_sizes
-        .iter()
-        .map(|&b| {
-            Configuration::new(format!("bs{b}"), batch_label(b))
-                .with_param("batch_size", ParamValue::Int(b))
-                .with_batch_bytes(bytes_per_sample * b as u64)
-        })
-        .collect()
-}
-
-/// "batch 8,192".
-pub fn batch_label(b: i64) -> String {
-    let s = b.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    format!("batch {out}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn batch_labels_group_thousands() {
-        assert_eq!(batch_label(8192), "batch 8,192");
-        assert_eq!(batch_label(32), "batch 32");
-        assert_eq!(batch_label(131072), "batch 131,072");
-    }
 }

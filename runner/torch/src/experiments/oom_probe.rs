@@ -12,7 +12,7 @@ use stallscope_bundle::{
     WholeRun, analysis,
 };
 
-use super::batch_label;
+use super::common::batch_label;
 use crate::models::{ModelSpec, Trainer, synthetic_batch};
 use crate::shim;
 use stallscope_core::driver::{Driven, UnitCtx, UnitError, panic_message};

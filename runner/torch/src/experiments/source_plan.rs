@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::experiments::UnitError;
+use stallscope_core::driver::UnitError;
 use stallscope_core::model_spec::ModelSpec;
 use stallscope_core::suite::{DataPlan, LoaderPlan};
 use stallscope_loader::generate::{ImageSetSpec, default_cache_root, ensure_image_set};

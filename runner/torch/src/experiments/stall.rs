@@ -9,10 +9,12 @@ use std::sync::{Arc, Mutex};
 
 use stallscope_bundle::{Configuration, Experiment, ExperimentKind, LoaderStats, Run};
 
-use super::loader::{Common, Point, native_feed, recorded};
+use super::common::{GridExperiment, RunCtx, failed};
+use super::loader_common::{Common, native_feed, recorded};
 use super::native_feed::{NativeFeed, Pinning};
-use crate::experiments::{GridExperiment, RunCtx, UnitError};
 use crate::feed::{EpochIter, Feed, FeedError, HostBatch};
+use stallscope_core::driver::UnitError;
+use stallscope_core::grid::Point;
 use stallscope_core::suite::{ExperimentPlan, ExperimentSpec};
 
 const WAYS: [(&str, &str); 3] = [
@@ -200,7 +202,7 @@ impl GridExperiment for StallExperiment {
                         })
                     })
                     .collect::<Result<Vec<_>, tch::TchError>>()
-                    .map_err(super::failed)?;
+                    .map_err(failed)?;
                 let batch_bytes = self.common.stall_batch_bytes();
                 let mut make_feed = || -> Result<Box<dyn Feed>, UnitError> {
                     Ok(Box::new(ResidentBatches {

@@ -10,9 +10,10 @@ use stallscope_bundle::{
 };
 use tch::{Kind, Tensor};
 
-use super::{GridExperiment, RunCtx, UnitError, failed};
+use super::common::{GridExperiment, RunCtx, failed};
 use crate::device::DeviceCtx;
 use stallscope_core::cost::GpuTarget;
+use stallscope_core::driver::UnitError;
 use stallscope_core::measure::{EpochSlot, EpochSteps, LoopError, Stages, Steps, Taken, run_epoch};
 use stallscope_core::suite::{ExperimentPlan, ExperimentSpec};
 
