@@ -407,92 +407,98 @@ fn verdict_of_kind(e: &Experiment, version: Option<SchemaVersion>) -> Option<Ver
                 mode: fastest.and_then(|v| v.mode),
             })
         }
-        ExperimentKind::Stall => {
-            let s = stall_attribution(e)?;
-            Some(Verdict {
-                headline: format!(
-                    "{}: the loop waited for input {} of the epoch (transfer {}, data {}).",
-                    capitalize(s.verdict.label()),
-                    show_percent(s.waiting_share),
-                    show_percent(s.transfer_stall.max(0.0)),
-                    show_percent(s.data_stall.max(0.0))
-                ),
-                figure: format!(
-                    "whole-run {} epochs: compute-only {}, from host {}, full pipeline {} samples/s",
-                    phase.as_str(),
-                    group_thousands(&format!("{:.0}", s.compute_only)),
-                    group_thousands(&format!("{:.0}", s.from_host)),
-                    group_thousands(&format!("{:.0}", s.full_pipeline))
-                ),
-                mode: Some(TimingMode::WholeRun),
-            })
-        }
+        ExperimentKind::Stall => stall_verdict(e, phase),
         ExperimentKind::OomProbe => oom_verdict(e),
-        _ => {
-            if (e.kind == ExperimentKind::BatchSweep || e.kind == ExperimentKind::Transfer)
-                && let Some(s) = sweet_spot(e, DEFAULT_SWEET_SPOT_THRESHOLD)
-            {
-                let mem = match (s.memory_bytes, s.best_memory_bytes, s.memory_metric) {
-                    (Some(a), Some(b), Some(m))
-                        if s.config_id != s.best_config_id && (a - b).abs() > 0.01 * b.abs() =>
-                    {
-                        format!(
-                            " with {} {} instead of {}",
-                            show_bytes(a),
-                            m.label(),
-                            show_bytes(b)
-                        )
-                    }
-                    _ => String::new(),
-                };
-                let headline = if s.config_id == s.best_config_id {
-                    format!(
-                        "Best at {} {}; no smaller value reaches {:.0}% of it.",
-                        s.param,
-                        s.value,
-                        s.threshold * 100.0
-                    )
-                } else {
-                    format!(
-                        "Sweet spot: {} {} reaches {} of the best whole-run throughput ({} {}){mem}.",
-                        s.param,
-                        s.value,
-                        show_percent(s.fraction_of_best),
-                        s.param,
-                        s.best_value
-                    )
-                };
-                let figure = if s.config_id == s.best_config_id {
-                    format!(
-                        "whole-run {}: {} at {} {}, the best of {} configurations",
-                        phase.as_str(),
-                        rate_text(e, s.best_rate),
-                        s.param,
-                        s.best_value,
-                        e.configurations.len()
-                    )
-                } else {
-                    format!(
-                        "whole-run {}: {} at {} {} vs {} at {} {} (threshold {:.0}%)",
-                        phase.as_str(),
-                        rate_text(e, s.rate),
-                        s.param,
-                        s.value,
-                        rate_text(e, s.best_rate),
-                        s.param,
-                        s.best_value,
-                        s.threshold * 100.0
-                    )
-                };
-                return Some(Verdict {
-                    headline,
-                    figure,
-                    mode: Some(TimingMode::WholeRun),
-                });
-            }
-            fastest_verdict(e, phase)
+        ExperimentKind::BatchSweep | ExperimentKind::Transfer => {
+            sweet_spot_verdict(e, phase).or_else(|| fastest_verdict(e, phase))
         }
+        _ => fastest_verdict(e, phase),
     }
+}
+
+/// The stall experiment's attribution by difference.
+fn stall_verdict(e: &Experiment, phase: Phase) -> Option<Verdict> {
+    let s = stall_attribution(e)?;
+    Some(Verdict {
+        headline: format!(
+            "{}: the loop waited for input {} of the epoch (transfer {}, data {}).",
+            capitalize(s.verdict.label()),
+            show_percent(s.waiting_share),
+            show_percent(s.transfer_stall.max(0.0)),
+            show_percent(s.data_stall.max(0.0))
+        ),
+        figure: format!(
+            "whole-run {} epochs: compute-only {}, from host {}, full pipeline {} samples/s",
+            phase.as_str(),
+            group_thousands(&format!("{:.0}", s.compute_only)),
+            group_thousands(&format!("{:.0}", s.from_host)),
+            group_thousands(&format!("{:.0}", s.full_pipeline))
+        ),
+        mode: Some(TimingMode::WholeRun),
+    })
+}
+
+/// A batch sweep's (or a transfer's) sweet spot, when it has one.
+fn sweet_spot_verdict(e: &Experiment, phase: Phase) -> Option<Verdict> {
+    let s = sweet_spot(e, DEFAULT_SWEET_SPOT_THRESHOLD)?;
+    let mem = match (s.memory_bytes, s.best_memory_bytes, s.memory_metric) {
+        (Some(a), Some(b), Some(m))
+            if s.config_id != s.best_config_id && (a - b).abs() > 0.01 * b.abs() =>
+        {
+            format!(
+                " with {} {} instead of {}",
+                show_bytes(a),
+                m.label(),
+                show_bytes(b)
+            )
+        }
+        _ => String::new(),
+    };
+    let best = s.config_id == s.best_config_id;
+    let headline = if best {
+        format!(
+            "Best at {} {}; no smaller value reaches {:.0}% of it.",
+            s.param,
+            s.value,
+            s.threshold * 100.0
+        )
+    } else {
+        format!(
+            "Sweet spot: {} {} reaches {} of the best whole-run throughput ({} {}){mem}.",
+            s.param,
+            s.value,
+            show_percent(s.fraction_of_best),
+            s.param,
+            s.best_value
+        )
+    };
+    let figure = if best {
+        format!(
+            "whole-run {}: {} at {} {}, the best of {} configurations",
+            phase.as_str(),
+            rate_text(e, s.best_rate),
+            s.param,
+            s.best_value,
+            e.configurations.len()
+        )
+    } else {
+        format!(
+            "whole-run {}: {} at {} {} vs {} at {} {} (threshold {:.0}%)",
+            phase.as_str(),
+            rate_text(e, s.rate),
+            s.param,
+            s.value,
+            rate_text(e, s.best_rate),
+            s.param,
+            s.best_value,
+            s.threshold * 100.0
+        )
+    };
+    Some(Verdict {
+        headline,
+        figure,
+        mode: Some(TimingMode::WholeRun),
+    })
 }
 
 fn fastest_verdict(e: &Experiment, phase: Phase) -> Option<Verdict> {

@@ -192,8 +192,10 @@ struct PathCollector {
 
 impl<'ast> Visit<'ast> for PathCollector {
     fn visit_path(&mut self, p: &'ast syn::Path) {
+        // One segment outside a `use` is a local, a prelude name or an
+        // imported one (whose `use` is counted): never a module of its own.
         let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
-        if !segs.is_empty() {
+        if segs.len() > 1 {
             self.paths.push(segs);
         }
         syn::visit::visit_path(self, p);
