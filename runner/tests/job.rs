@@ -20,7 +20,7 @@ fn a_training_script_is_measured_and_swept_unmodified() {
     let script = job_fixture("train_slow_dataset.py");
     let o = stallscope()
         .args(["job", "--steps", "8", "--warmup", "2", "--repeats", "1"])
-        .args(["--sweep", "num_workers=2", "--out"])
+        .args(["--max-repeats", "1", "--sweep", "num_workers=2", "--out"])
         .arg(&out)
         .args(["--", py.to_str().unwrap(), &script, "--samples", "512"])
         .args(["--delay-ms", "2"])
@@ -30,8 +30,10 @@ fn a_training_script_is_measured_and_swept_unmodified() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let b = valid_bundle(&out.join("bundle.json"));
     let e = b.experiment("job").unwrap();
-    assert_eq!(e.configurations.len(), 2);
-    for (c, workers) in e.configurations.iter().zip([0i64, 2]) {
+    // Your settings, again as the A/A pair, and the sweep's point.
+    let ids: Vec<&str> = e.configurations.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["script", "script-again", "num_workers=2"]);
+    for (c, workers) in e.configurations.iter().zip([0i64, 0, 2]) {
         assert!(c.failure.is_none(), "{}: {:?}", c.id, c.failure);
         assert_eq!(
             c.params.get("actual_num_workers"),
@@ -73,6 +75,51 @@ fn a_training_script_is_measured_and_swept_unmodified() {
     // The script's own output reached the terminal untouched, the records
     // did not.
     assert!(!String::from_utf8_lossy(&o.stdout).contains("\"type\""));
+    assert_report_matches(&o, &out.join("bundle.json"));
+}
+
+/// A sweep point that is what the script already uses is one
+/// configuration, your settings, run twice as the A/A pair; the two are
+/// reported as no measurable difference, never as "fastest".
+#[test]
+fn a_sweep_point_that_is_your_settings_is_no_measurable_difference() {
+    let dir = temp_dir("job-aa");
+    let out = dir.path().join("out");
+    let o = stallscope()
+        .args(["job", "--steps", "6", "--warmup", "2", "--repeats", "2"])
+        .args(["--max-repeats", "2", "--sweep", "num_workers=0", "--out"])
+        .arg(&out)
+        .args(["--", peers_python().to_str().unwrap()])
+        .arg(job_fixture("train_slow_dataset.py"))
+        .args(["--samples", "256", "--delay-ms", "1"])
+        .env("OMP_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let b = valid_bundle(&out.join("bundle.json"));
+    let e = b.experiment("job").unwrap();
+    let ids: Vec<&str> = e.configurations.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["script", "script-again"],
+        "num_workers=0 is the script's own"
+    );
+    assert!(e.noise_floor.is_some(), "two A/A repeats give a floor");
+    let printed = String::from_utf8_lossy(&o.stdout);
+    let flat = printed.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("No measurable difference"), "{printed}");
+    assert!(!flat.contains("Fastest"), "{printed}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("is what your script already uses"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        b.notes
+            .iter()
+            .any(|n| n.contains("is what your script already uses"))
+    );
+    assert_report_matches(&o, &out.join("bundle.json"));
 }
 
 /// A script that fails before its first step: the configuration records
@@ -196,4 +243,6 @@ fn two_ranks_under_torchrun_give_per_rank_bundles_and_a_merged_one() {
     let rate = job.whole_run.as_ref().unwrap().samples_per_s.unwrap();
     let want = samples as f64 / slowest;
     assert!((rate - want).abs() <= 1e-9 * want, "{rate} vs {want}");
+    // The job of ranks printed the lowest rank's report, as `report` does.
+    assert_report_matches(&o, &out.join("bundle.json"));
 }

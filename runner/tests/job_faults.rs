@@ -170,6 +170,7 @@ fn a_script_that_fails_mid_window_keeps_its_steps() {
     assert!(m.contains("exit status 1"), "{m}");
     // Nothing measured lost: the window's 7 steps before the exception.
     assert_eq!(whole_run_steps(c), Some(7), "{:?}", c.runs);
+    assert_report_matches(&o, &out.join("bundle.json"));
 }
 
 /// One epoch of 10 batches, 3 of them warm-up, 20 steps asked: the script
@@ -320,8 +321,9 @@ fn an_iterable_dataset_is_measured_and_its_duplication_under_workers_said() {
     assert_exit(&o, 0);
     let b = valid_bundle(&out.join("bundle.json"));
     let e = b.experiment("job").unwrap();
-    assert_eq!(e.configurations.len(), 2);
-    for (c, workers) in e.configurations.iter().zip([0i64, 2]) {
+    // Your settings, again (the A/A pair), and the sweep's point.
+    assert_eq!(e.configurations.len(), 3);
+    for (c, workers) in e.configurations.iter().zip([0i64, 0, 2]) {
         assert!(c.failure.is_none(), "{}: {:?}", c.id, c.failure);
         assert_eq!(
             c.params.get("actual_num_workers"),
@@ -346,10 +348,10 @@ fn an_iterable_dataset_is_measured_and_its_duplication_under_workers_said() {
 }
 
 /// Ctrl-C as a terminal sends it (SIGINT to the runner's foreground
-/// process group; the script runs in a group of its own) while the second
-/// configuration (2 workers) runs: exit 130, the first configuration's runs
-/// kept in a valid bundle, the second marked interrupted, and no process of
-/// the script (main or worker) left. About 40 s.
+/// process group; the script runs in a group of its own) while the sweep's
+/// configuration (2 workers, after your settings and their A/A copy) runs:
+/// exit 130, the configurations before it kept in a valid bundle, it marked
+/// interrupted, and no process of the script (main or worker) left.
 #[test]
 fn ctrl_c_stops_the_whole_tree_and_keeps_a_partial_bundle() {
     let dir = temp_dir("job-ctrl-c");
@@ -366,8 +368,8 @@ fn ctrl_c_stops_the_whole_tree_and_keeps_a_partial_bundle() {
     );
     let stderr = || std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
     let bundle = out.join("bundle.json");
-    // Until the second configuration's script and a worker of it run (the
-    // first configuration has none). Not `wait_for_a_saved_configuration`:
+    // Until the sweep's configuration's script and a worker of it run (the
+    // ones before it have none). Not `wait_for_a_saved_configuration`:
     // the bundle saved between a job's units does not validate yet (no
     // `environment.device`, the script's own value of a swept key missing
     // until the experiment ends), so it would wait to the end.
@@ -387,8 +389,8 @@ fn ctrl_c_stops_the_whole_tree_and_keeps_a_partial_bundle() {
     assert!(left.is_empty(), "left running: {left:?}");
     let b = valid_bundle(&bundle);
     let e = b.experiment("job").unwrap();
-    assert_eq!(e.configurations.len(), 2);
-    let (first, second) = (&e.configurations[0], &e.configurations[1]);
+    assert_eq!(e.configurations.len(), 3);
+    let (first, second) = (&e.configurations[0], &e.configurations[2]);
     assert!(first.failure.is_none(), "{:?}", first.failure);
     assert_eq!(whole_run_steps(first), Some(6));
     assert!(

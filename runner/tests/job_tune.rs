@@ -4,8 +4,9 @@
 //! recommendation has workers and its verified whole-run ratio is at least
 //! 1.5× (about 2× on 2 cores); on the light in-memory data (2 workers) it
 //! has fewer workers or none; replay's step is faster than the loader's.
-//! The tests take turns (they time the machine's cores), with one repeat
-//! and two A/B pairs to stay short: each is 4 to 13 fresh Python processes.
+//! The tests take turns (they time the machine's cores), with two repeats
+//! (the A/A pair needs two for a noise floor), at most three, and two A/B
+//! pairs to stay short.
 
 #[allow(dead_code)]
 mod util;
@@ -43,14 +44,16 @@ fn job(out: &Path, options: &[&str], script: &str, args: &[&str]) -> (Output, Bu
     (o, valid_bundle(&path))
 }
 
-const TUNE: [&str; 11] = [
+const TUNE: [&str; 13] = [
     "--tune",
     "--steps",
     "12",
     "--warmup",
     "3",
     "--repeats",
-    "1",
+    "2",
+    "--max-repeats",
+    "3",
     "--verify-pairs",
     "2",
     "--replay-mib",
@@ -123,6 +126,7 @@ fn tune_gives_a_starved_loader_workers_and_verifies_the_speed_up() {
         assert!(metric_value(c, &cpu).is_some_and(|v| v > 0.0), "{}", c.id);
     }
     assert!(b.notes.iter().any(|n| n.contains(&change)));
+    assert_report_matches(&o, &out.join("bundle.json"));
 }
 
 #[test]
@@ -137,13 +141,34 @@ fn tune_gives_light_data_fewer_workers() {
         ratio(&b, "ratio_median")
     );
     assert!(workers < 2, "{stdout}");
-    // The pick held up in the pairs: the recommendation is the change.
+    // The change stored is the pick when the pairs confirmed it beyond the
+    // A/A noise floor, else your settings are kept: never a change the
+    // pairs did not hold up.
     let change = setting(&b, "job", "tune_change").to_string();
-    assert!(
-        change == format!("DataLoader(..., num_workers={workers})")
-            || change.starts_with(&format!("DataLoader(..., num_workers={workers}, ")),
-        "{change}\n{stdout}"
-    );
+    let verified = b
+        .experiment("job-verify")
+        .and_then(|v| v.settings.get("confirmed").cloned());
+    match verified {
+        Some(ParamValue::Bool(true)) => assert!(
+            change == format!("DataLoader(..., num_workers={workers})")
+                || change.starts_with(&format!("DataLoader(..., num_workers={workers}, ")),
+            "{change}\n{stdout}"
+        ),
+        Some(_) => {
+            assert!(
+                change.starts_with("none: keep your settings"),
+                "{change}\n{stdout}"
+            );
+            assert!(
+                stdout.contains("did not hold up in the A/B pairs"),
+                "{stdout}"
+            );
+        }
+        None => {
+            assert_eq!(change, "none: keep your settings", "{stdout}");
+            assert!(stdout.contains("Keep your settings"), "{stdout}");
+        }
+    }
 }
 
 fn whole_run_step_s(c: &Configuration) -> f64 {
@@ -189,4 +214,5 @@ fn replay_feeds_the_loop_from_cached_batches() {
         stdout.contains("Replay (the loader free, 8 cached batches"),
         "{stdout}"
     );
+    assert_report_matches(&o, &out.join("bundle.json"));
 }

@@ -164,7 +164,35 @@ pub fn drive(
     let mut failures = 0;
     let configs = bundle.experiments[exp_index].configurations.len();
     for repeat in 0..repeats {
-        for ci in order(configs, repeat) {
+        let all: Vec<usize> = (0..configs).collect();
+        match drive_repeat(bundle, exp_index, driven, repeat, &all, cx, save) {
+            Outcome::Finished { failures: f } => failures += f,
+            Outcome::Interrupted => return Outcome::Interrupted,
+        }
+    }
+    adaptive(bundle, exp_index, driven, cx, save, failures)
+}
+
+/// One more repeat (`repeat`) of the configurations `only` (indices into
+/// the experiment's), in the driver's alternating order for that repeat,
+/// saving after each unit: how an experiment's repeats grow until its
+/// answer is resolved (`stallscope job`).
+pub fn drive_repeat(
+    bundle: &mut Bundle,
+    exp_index: usize,
+    driven: &mut dyn Driven,
+    repeat: u32,
+    only: &[usize],
+    cx: &UnitCtx,
+    save: &mut dyn FnMut(&Bundle),
+) -> Outcome {
+    let mut failures = 0;
+    let configs = bundle.experiments[exp_index].configurations.len();
+    {
+        for ci in order(configs, repeat)
+            .into_iter()
+            .filter(|ci| only.contains(ci))
+        {
             let config = &bundle.experiments[exp_index].configurations[ci];
             // Every slot, run or skipped, so the ranks' positions agree while
             // they are in step (a rank that skips alone is found out).
@@ -197,7 +225,18 @@ pub fn drive(
             save(bundle);
         }
     }
-    // Adaptive experiments: one configuration at a time, each run once.
+    Outcome::Finished { failures }
+}
+
+/// Adaptive experiments: one configuration at a time, each run once.
+fn adaptive(
+    bundle: &mut Bundle,
+    exp_index: usize,
+    driven: &mut dyn Driven,
+    cx: &UnitCtx,
+    save: &mut dyn FnMut(&Bundle),
+    mut failures: usize,
+) -> Outcome {
     loop {
         if cx.stop.load(Ordering::Relaxed) {
             return Outcome::Interrupted;

@@ -1,8 +1,11 @@
 //! `--sweep KEY=V1,V2,...` (repeatable) made into a job's configurations:
-//! the script's own settings first, then every combination of the swept
-//! values, each a set of DataLoader arguments overridden at construction.
+//! your settings first (the script's own, run twice as the A/A pair that
+//! measures the noise), then every combination of the swept values, each a
+//! set of DataLoader arguments overridden at construction; a combination
+//! that is your own settings is not run a second time under another name.
 
 use serde_json::{Map, Value, json};
+use stallscope_bundle::analysis::{JOB_SCRIPT_AGAIN_ID, JOB_SCRIPT_ID};
 use stallscope_bundle::{Configuration, ParamValue};
 
 /// The DataLoader arguments a sweep may override, and the kind of value.
@@ -114,12 +117,15 @@ pub fn swept(sweeps: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// The script's own settings, then every combination of the sweeps.
+/// Every combination of the sweeps (your settings are not among them).
 pub fn points(sweeps: &[String]) -> Result<Vec<Point>, String> {
     let parsed = sweeps
         .iter()
         .map(|s| parse(s))
         .collect::<Result<Vec<_>, _>>()?;
+    if parsed.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut combos: Vec<Map<String, Value>> = vec![Map::new()];
     for (key, values) in &parsed {
         combos = combos
@@ -133,18 +139,55 @@ pub fn points(sweeps: &[String]) -> Result<Vec<Point>, String> {
             })
             .collect();
     }
-    let mut out = vec![script()];
-    if !parsed.is_empty() {
-        out.extend(combos.into_iter().map(point));
-    }
-    Ok(out)
+    Ok(combos.into_iter().map(point).collect())
 }
 
-/// The script's own settings: nothing overridden.
+/// The points that differ from your settings (`own`: the `loader` record
+/// of the script's DataLoader), and a note for each one that does not: it
+/// is your settings, measured as such.
+pub fn without_own(points: Vec<Point>, own: &Value) -> (Vec<Point>, Vec<String>) {
+    let mut notes = Vec::new();
+    let kept = points
+        .into_iter()
+        .filter(|p| {
+            let same = p
+                .overrides
+                .as_object()
+                .is_some_and(|o| o.iter().all(|(k, v)| same_setting(k, v, own)));
+            if same {
+                notes.push(format!(
+                    "{} is what your script already uses: it is measured once, as your settings",
+                    p.label
+                ));
+            }
+            !same
+        })
+        .collect();
+    (kept, notes)
+}
+
+/// Whether the script's DataLoader already has `key` = `v`.
+fn same_setting(key: &str, v: &Value, own: &Value) -> bool {
+    match key {
+        "multiprocessing_context" => own["start_method"] == *v || own[key] == *v,
+        _ => own[key] == *v,
+    }
+}
+
+/// Your settings: nothing overridden.
 pub fn script() -> Point {
     Point {
-        id: "script".into(),
-        label: "the script's own settings".into(),
+        id: JOB_SCRIPT_ID.into(),
+        label: "your settings".into(),
+        overrides: json!({}),
+    }
+}
+
+/// Your settings again: the A/A pair whose spread is the job's noise floor.
+pub fn script_again() -> Point {
+    Point {
+        id: JOB_SCRIPT_AGAIN_ID.into(),
+        label: "your settings, again (A/A)".into(),
         overrides: json!({}),
     }
 }
@@ -164,18 +207,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sweeps_cross_and_the_script_comes_first() {
+    fn sweeps_cross() {
         let p = points(&["num_workers=0,2".into(), "pin_memory=true,false".into()]).unwrap();
-        assert_eq!(p.len(), 5);
-        assert_eq!(p[0].id, "script");
-        assert_eq!(p[0].overrides, json!({}));
+        assert_eq!(p.len(), 4);
         assert_eq!(
-            p[1].overrides,
+            p[0].overrides,
             json!({"num_workers": 0, "pin_memory": true})
         );
-        assert_eq!(p[4].id, "num_workers=2-pin_memory=false");
+        assert_eq!(p[3].id, "num_workers=2-pin_memory=false");
         let ids: std::collections::BTreeSet<_> = p.iter().map(|x| &x.id).collect();
-        assert_eq!(ids.len(), 5, "ids are unique");
+        assert_eq!(ids.len(), 4, "ids are unique");
+        assert!(points(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_point_that_is_your_settings_is_not_run_twice() {
+        let p = points(&["num_workers=0,2".into()]).unwrap();
+        let own = json!({"num_workers": 2, "start_method": "fork"});
+        let (kept, notes) = without_own(p, &own);
+        let ids: Vec<&str> = kept.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["num_workers=0"]);
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].starts_with("num_workers=2 is what your script already uses"));
+        let p = points(&["multiprocessing_context=fork,spawn".into()]).unwrap();
+        let (kept, _) = without_own(p, &own);
+        assert_eq!(kept.len(), 1, "fork is the start method the loader uses");
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod grid;
 mod options;
 mod ranks;
 mod records;
+mod repeats;
 mod replay;
 mod run;
 mod session;

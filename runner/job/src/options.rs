@@ -17,7 +17,12 @@ pub struct JobOptions {
     pub warmup: u32,
     /// Which DataLoader to measure: its index in iteration order.
     pub loader: u32,
+    /// Repeats of every configuration to start with.
     pub repeats: u32,
+    /// Repeats a comparison may grow to while its answer is not resolved.
+    pub max_repeats: u32,
+    /// Minutes the repeats may grow for (none: no limit but `max_repeats`).
+    pub max_minutes: Option<f64>,
     /// `--sweep KEY=V1,V2,...`, each repeatable.
     pub sweep: Vec<String>,
     pub tune: bool,
@@ -39,9 +44,6 @@ pub struct JobOutcome {
     pub bundle: Bundle,
     /// Where `bundle` is.
     pub path: PathBuf,
-    /// The paragraphs that close the report: the replay's sentence, or the
-    /// recommendation with its verification.
-    pub closing: Vec<String>,
     /// What was written for the ranks, when the command launched ranks.
     pub ranks: Option<String>,
     /// Configurations that failed.

@@ -9,10 +9,7 @@
 //! for a setting one could adopt.
 
 use serde_json::{Value, json};
-use stallscope_bundle::analysis::{
-    Quantity, Unit, job_digest, show_bytes, show_percent, show_step_ms as ms,
-};
-use stallscope_bundle::{Bundle, Configuration, Experiment, ExperimentKind, ParamValue};
+use stallscope_bundle::{Configuration, Experiment, ExperimentKind, ParamValue};
 
 use crate::unit::{JobExperiment, JobPlan};
 
@@ -61,33 +58,4 @@ pub fn record(e: &mut Experiment, replayed: Option<&Value>) {
         c.params
             .insert("replay_short".into(), ParamValue::from(why));
     }
-}
-
-pub use stallscope_bundle::analysis::{replay_ceiling as ceiling, replay_stall as stall};
-
-/// One sentence: the ceiling against the job's own settings (`script` of
-/// the experiment `job`, as `analysis::job_digest` reads them), with the
-/// stall by difference.
-pub fn sentence(b: &Bundle) -> Option<String> {
-    let d = job_digest(b)?;
-    let (ceil, rate, step) = (d.replay?, d.script_rate?, d.script_step_s?);
-    let held = match (ceil.batches, ceil.bytes) {
-        (Some(n), Some(bytes)) => format!(", {n} cached batches, {}", show_bytes(bytes as f64)),
-        _ => String::new(),
-    };
-    // The same unit for both rates, so the formula reads at the table's precision.
-    let unit = Unit::for_values(Quantity::Rate, &[rate, ceil.rate]);
-    let costs = if rate >= ceil.rate {
-        "nothing measurable: the replay was no faster than your settings".to_string()
-    } else {
-        format!("{} of your step", show_percent(stall(rate, &ceil)))
-    };
-    Some(format!(
-        "Replay (the loader free{held}): a step of {} against {} with your settings; the loader \
-         costs {costs} (stall by difference: 1 − {} ÷ {}).",
-        ms(ceil.step_s),
-        ms(step),
-        unit.show(rate),
-        unit.show(ceil.rate)
-    ))
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use stallscope_bundle::analysis::JOB_ID;
 use stallscope_bundle::{
     Bundle, Experiment, ExperimentKind, ParamValue, Provenance, RunState, RunStatus, SchemaVersion,
 };
@@ -17,7 +18,7 @@ use stallscope_core::engine::{bundle_id, final_status};
 use crate::options::{JobError, JobEvents, JobOptions, JobOutcome};
 use crate::session::Session;
 use crate::unit::{JobExperiment, JobPlan};
-use crate::{grid, replay, tune, verify, what_ran};
+use crate::{grid, repeats, replay, tune, verify, what_ran};
 
 /// Run the job: every experiment it asks for, the bundle saved after each
 /// unit; a stop ends it early with what was measured kept.
@@ -41,15 +42,19 @@ pub fn run(
     };
     let bundle = new_bundle(args, id, created_at);
     let mut s = Session::new(bundle, out_dir.join("bundle.json"), &cx);
-    let (points, swept, why) = if args.tune {
-        tuned_grid(&plan, &cx, events)
+    let compared = args.tune || !sweep.is_empty();
+    let g = if compared {
+        compared_grid(args, &plan, &cx, events, sweep)
     } else {
-        (sweep, grid::swept(&args.sweep), None)
+        Grid::plain()
     };
-    let overrides = points.iter().map(|p| p.overrides.clone()).collect();
-    let mut job = JobExperiment::new(plan.clone(), skeleton(args, &points, swept, why), overrides);
+    s.bundle.notes.extend(g.notes.iter().cloned());
+    let overrides = g.points.iter().map(|p| p.overrides.clone()).collect();
+    let mut job = JobExperiment::new(plan.clone(), skeleton(args, &g), overrides);
     let index = s.drive(&mut job, args.repeats);
-    let mut closing = Vec::new();
+    if let (true, Some(i)) = (compared, index) {
+        repeats::grow(&mut s, &mut job, i, args, events);
+    }
     if args.replay || args.tune {
         let mut r = replay::job(&plan, args.replay_mib);
         if let Some(ri) = s.drive(&mut r, args.repeats) {
@@ -57,14 +62,76 @@ pub fn run(
             replay::record(&mut s.bundle.experiments[ri], held.as_ref());
         }
     }
-    match index {
-        Some(i) if args.tune && !s.interrupted => {
-            closing = verify::recommend(&mut s, &plan, args.verify_pairs, i, &job);
-        }
-        Some(_) if args.replay => closing.extend(replay::sentence(&s.bundle)),
-        _ => {}
+    if let (Some(i), true, false) = (index, args.tune, s.interrupted) {
+        verify::recommend(&mut s, &plan, args.verify_pairs, i, &job);
     }
-    Ok(finish(s, closing, &plan))
+    Ok(finish(s, &plan))
+}
+
+/// A job's configurations: the points, the keys they sweep, how they were
+/// chosen, and what was left out.
+struct Grid {
+    points: Vec<grid::Point>,
+    swept: Vec<String>,
+    why: Option<String>,
+    notes: Vec<String>,
+}
+
+impl Grid {
+    /// Your settings alone.
+    fn plain() -> Self {
+        Grid {
+            points: vec![grid::script()],
+            swept: Vec::new(),
+            why: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// `--sweep`'s or `--tune`'s configurations after a probe of your settings:
+/// yours first, then yours again (the A/A pair that measures this job's
+/// noise), then the points that differ from yours.
+fn compared_grid(
+    args: &JobOptions,
+    plan: &JobPlan,
+    cx: &UnitCtx,
+    events: &dyn JobEvents,
+    sweep: Vec<grid::Point>,
+) -> Grid {
+    let mut g = Grid {
+        points: vec![grid::script(), grid::script_again()],
+        swept: grid::swept(&args.sweep),
+        why: None,
+        notes: Vec::new(),
+    };
+    match (tune::probe(plan, cx), args.tune) {
+        (Ok(p), true) => {
+            let (points, swept, why) = tune::grid(&p, args.warmup, args.steps);
+            events.note(&format!("stallscope job --tune: {why}"));
+            g.points.extend(points);
+            (g.swept, g.why) = (swept, Some(why));
+        }
+        (Ok(p), false) => {
+            let (points, notes) = grid::without_own(sweep, &p.loader);
+            for n in &notes {
+                events.note(&format!("stallscope job --sweep: {n}"));
+            }
+            g.points.extend(points);
+            g.notes = notes;
+        }
+        (Err(e), tune) => {
+            events.note(&format!(
+                "stallscope job: your settings failed in the probe: {e}"
+            ));
+            if tune {
+                g.why = Some(format!("none: the probe of your settings failed ({e})"));
+            } else {
+                g.points.extend(sweep);
+            }
+        }
+    }
+    g
 }
 
 fn plan(args: &JobOptions, out_dir: &Path) -> Result<JobPlan, JobError> {
@@ -85,32 +152,9 @@ fn plan(args: &JobOptions, out_dir: &Path) -> Result<JobPlan, JobError> {
     })
 }
 
-/// `--tune`'s grid from a probe of the script's own settings; the script's
-/// settings alone when the probe fails (their failure is then recorded).
-fn tuned_grid(
-    plan: &JobPlan,
-    cx: &UnitCtx,
-    events: &dyn JobEvents,
-) -> (Vec<grid::Point>, Vec<String>, Option<String>) {
-    match tune::probe(plan, cx) {
-        Ok(p) => {
-            let (points, swept, why) = tune::grid(&p);
-            events.note(&format!("stallscope job --tune: {why}"));
-            (points, swept, Some(why))
-        }
-        Err(e) => {
-            events.note(&format!(
-                "stallscope job --tune: the script's own settings failed in the probe: {e}"
-            ));
-            let why = format!("none: the probe of the script's own settings failed ({e})");
-            (vec![grid::script()], Vec::new(), Some(why))
-        }
-    }
-}
-
 /// The final status and save, and the ranks' bundles when the command
 /// launched ranks.
-fn finish(mut s: Session, closing: Vec<String>, plan: &JobPlan) -> JobOutcome {
+fn finish(mut s: Session, plan: &JobPlan) -> JobOutcome {
     s.bundle.environment.device = Some(what_ran::device(s.accelerator.as_deref()));
     s.bundle.status = final_status(s.interrupted, s.failures);
     s.save();
@@ -122,7 +166,6 @@ fn finish(mut s: Session, closing: Vec<String>, plan: &JobPlan) -> JobOutcome {
     JobOutcome {
         bundle: s.bundle,
         path: s.path,
-        closing,
         ranks,
         failures: s.failures,
         interrupted: s.interrupted,
@@ -130,23 +173,20 @@ fn finish(mut s: Session, closing: Vec<String>, plan: &JobPlan) -> JobOutcome {
 }
 
 /// The experiment: one configuration per point, the script's own first.
-fn skeleton(
-    args: &JobOptions,
-    points: &[grid::Point],
-    swept: Vec<String>,
-    grid_why: Option<String>,
-) -> Experiment {
-    let mut e = Experiment::new("job", ExperimentKind::Loader, "Your training job");
+fn skeleton(args: &JobOptions, g: &Grid) -> Experiment {
+    let mut e = Experiment::new(JOB_ID, ExperimentKind::Loader, "Your training job");
     e.description = Some(format!(
         "The command's own training loop, unmodified: its DataLoader (iteration index {}) \
-         measured over {} steps after {} warm-up steps, in a fresh process per timing mode and \
-         repeat. Whole-run: no synchronisation inside the window; diagnostic: the device \
-         synchronised around next() and around the batch's host-to-device copies.",
+         measured over {} training steps after {} warm-up steps, in a fresh process per timing \
+         mode and repeat. A step is the training thread's, from one optimizer step to the next; \
+         its data wait is the time that thread was blocked getting its batches. Whole-run: no \
+         synchronisation inside the window; diagnostic: the device synchronised at the step's \
+         boundaries, around the data wait and around the batch's host-to-device copies.",
         args.loader, args.steps, args.warmup
     ));
-    e.swept = swept;
-    e.baseline = points.first().map(|p| p.id.clone());
-    e.configurations = points.iter().map(grid::Point::configuration).collect();
+    e.swept = g.swept.clone();
+    e.baseline = g.points.first().map(|p| p.id.clone());
+    e.configurations = g.points.iter().map(grid::Point::configuration).collect();
     let command = if args.redact_args {
         args.command.first().cloned().unwrap_or_default() + " (arguments left out)"
     } else {
@@ -160,8 +200,9 @@ fn skeleton(
     ] {
         e.settings.insert(k.into(), v);
     }
-    if let Some(why) = grid_why {
-        e.settings.insert("tune_grid".into(), ParamValue::from(why));
+    if let Some(why) = &g.why {
+        e.settings
+            .insert("tune_grid".into(), ParamValue::from(why.as_str()));
     }
     e
 }

@@ -85,6 +85,37 @@ impl<'a> Session<'a> {
         self.save();
         Some(index)
     }
+
+    /// One more repeat (`repeat`) of the configurations `only` of the
+    /// experiment at `index`; false after a stop.
+    pub fn drive_repeat(
+        &mut self,
+        job: &mut JobExperiment,
+        index: usize,
+        repeat: u32,
+        only: &[usize],
+    ) -> bool {
+        self.cx
+            .progress
+            .planned(only.len() as u64 * job.modes.len() as u64);
+        let path = self.path.clone();
+        let mut save_unit = |b: &Bundle| save(&path, b);
+        let outcome = driver::drive_repeat(
+            &mut self.bundle,
+            index,
+            job,
+            repeat,
+            only,
+            self.cx,
+            &mut save_unit,
+        );
+        match outcome {
+            Outcome::Finished { failures } => self.failures += failures,
+            Outcome::Interrupted => self.interrupted = true,
+        }
+        self.save();
+        !self.interrupted
+    }
 }
 
 fn save(path: &std::path::Path, bundle: &Bundle) {

@@ -24,7 +24,11 @@ use crate::unit::{JobExperiment, JobPlan};
 pub struct Probe {
     pub loader: Value,
     pub accelerator: Option<String>,
+    /// The CPUs this job may use (affinity and the cgroup's quota).
     pub cores: u64,
+    /// Batches of the measured loader one training step took, when the
+    /// probe's records say.
+    pub batches_per_step: Option<u64>,
 }
 
 /// One short process of the script's own settings (no warm-up, one step,
@@ -51,11 +55,12 @@ pub fn probe(plan: &JobPlan, cx: &UnitCtx) -> Result<Probe, String> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let cores = stallscope_core::read_limits().usable_cpus.max(1).into();
     Ok(Probe {
         loader: loader.ok_or("the measured DataLoader's settings were not read back")?,
         accelerator,
         cores,
+        batches_per_step: None,
     })
 }
 
@@ -69,38 +74,62 @@ pub fn worker_counts(script: u64, cores: u64) -> Vec<u64> {
     v
 }
 
-/// The grid (the script's own settings first), the swept keys, and why.
-pub fn grid(p: &Probe) -> (Vec<Point>, Vec<String>, String) {
+/// Whether an epoch can end inside the measured part of a unit (warm-up
+/// and window): `None` when the loader's length is unknown (an
+/// IterableDataset), where persistent workers may matter.
+pub fn epoch_ends_in_window(p: &Probe, warmup: u32, steps: u32) -> Option<bool> {
+    let per_epoch = p.loader["batches_per_epoch"].as_u64()?;
+    let per_step = p.batches_per_step.unwrap_or(1).max(1);
+    Some(u64::from(warmup + steps) * per_step >= per_epoch)
+}
+
+/// `--tune`'s grid after your settings (which the caller puts first), the
+/// swept keys, and why, with the knobs left out that cannot matter here.
+pub fn grid(p: &Probe, warmup: u32, steps: u32) -> (Vec<Point>, Vec<String>, String) {
     let own = |k: &str| p.loader[k].clone();
     let script_workers = own("num_workers").as_u64().unwrap_or(0);
-    let mut points = vec![grid::script()];
+    let persistent = epoch_ends_in_window(p, warmup, steps) != Some(false);
+    let mut points = Vec::new();
     for w in worker_counts(script_workers, p.cores) {
         let mut o = Map::new();
         o.insert("num_workers".into(), json!(w));
-        if w > 0 {
+        if w > 0 && persistent {
             o.insert("persistent_workers".into(), json!(true));
         }
         if p.accelerator.is_some() {
             o.insert("pin_memory".into(), json!(true));
         }
         let same = o.iter().all(|(k, v)| own(k) == *v)
-            && (w > 0 || own("persistent_workers") != json!(true));
+            && (w > 0 || !persistent || own("persistent_workers") != json!(true));
         if !same {
             points.push(grid::point(o));
         }
     }
-    let mut swept = vec!["num_workers".to_string(), "persistent_workers".to_string()];
+    let mut swept = vec!["num_workers".to_string()];
+    let persist = if persistent {
+        swept.push("persistent_workers".into());
+        "persistent_workers on wherever there are workers".to_string()
+    } else {
+        format!(
+            "persistent_workers left out: no epoch ends in the {} measured steps (an epoch is {} \
+             batches), so restarting workers cannot cost anything here",
+            warmup + steps,
+            own("batches_per_epoch")
+        )
+    };
     let pin = match &p.accelerator {
         Some(a) => {
             swept.push("pin_memory".into());
             format!("pin_memory on (the job trains on {a})")
         }
-        None => "pin_memory as the script has it (the job trains on the CPU: no copy)".into(),
+        None => {
+            "pin_memory left out (the job trains on the CPU: there is no copy to a device)".into()
+        }
     };
     let why = format!(
-        "num_workers {} (0, powers of two up to this machine's {} cores, the cores, the script's \
-         own {script_workers}); persistent_workers on wherever there are workers; {pin}; \
-         prefetch_factor, batch_size and the start method the script's own.",
+        "num_workers {} (0, powers of two up to this machine's {} usable CPUs, the CPUs, your \
+         own {script_workers}); {persist}; {pin}; prefetch_factor, batch_size and the start \
+         method as yours.",
         list(&worker_counts(script_workers, p.cores)),
         p.cores
     );
@@ -110,29 +139,6 @@ pub fn grid(p: &Probe) -> (Vec<Point>, Vec<String>, String) {
 fn list(v: &[u64]) -> String {
     let v: Vec<String> = v.iter().map(u64::to_string).collect();
     v.join(", ")
-}
-
-/// The change to make to the script's DataLoader call: the overrides whose
-/// value differs from what the script's own DataLoader used, in Python.
-pub fn change(overrides: &Value, script: &Value) -> String {
-    let args: Vec<String> = overrides
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(k, v)| script[k.as_str()] != **v)
-        .map(|(k, v)| format!("{k}={}", python(v)))
-        .collect();
-    format!("DataLoader(..., {})", args.join(", "))
-}
-
-fn python(v: &Value) -> String {
-    match v {
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Null => "None".into(),
-        Value::String(s) => format!("{s:?}"),
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -148,45 +154,65 @@ mod tests {
         assert_eq!(worker_counts(0, 1), [0, 1]);
     }
 
+    fn probe(loader: Value, accelerator: Option<&str>) -> Probe {
+        Probe {
+            loader,
+            accelerator: accelerator.map(String::from),
+            cores: 2,
+            batches_per_step: None,
+        }
+    }
+
     #[test]
     fn the_grid_leaves_out_the_script_itself() {
-        let p = Probe {
-            loader: json!({"num_workers": 0, "persistent_workers": false, "pin_memory": false}),
-            accelerator: None,
-            cores: 2,
-        };
-        let (points, swept, why) = grid(&p);
+        let own = json!({"num_workers": 0, "persistent_workers": false, "pin_memory": false,
+                         "batches_per_epoch": 100});
+        let (points, swept, why) = grid(&probe(own.clone(), None), 10, 100);
         let ids: Vec<&str> = points.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(
             ids,
             [
-                "script",
                 "num_workers=1-persistent_workers=true",
                 "num_workers=2-persistent_workers=true"
             ]
         );
         assert_eq!(swept, ["num_workers", "persistent_workers"]);
         assert!(why.contains("the job trains on the CPU"), "{why}");
-        let gpu = Probe {
-            accelerator: Some("cuda:0 (H200)".into()),
-            ..p
-        };
-        let (points, swept, _) = grid(&gpu);
+        let (points, swept, _) = grid(&probe(own, Some("cuda:0 (H200)")), 10, 100);
         assert_eq!(
             points.len(),
-            4,
+            3,
             "workers 0 with pinning is not the script's own"
         );
         assert_eq!(swept.len(), 3);
     }
 
     #[test]
-    fn the_change_names_only_what_differs() {
-        let script = json!({"num_workers": 0, "persistent_workers": false, "pin_memory": true});
-        let o = json!({"num_workers": 2, "persistent_workers": true, "pin_memory": true});
-        assert_eq!(
-            change(&o, &script),
-            "DataLoader(..., num_workers=2, persistent_workers=True)"
+    fn persistent_workers_are_left_out_when_no_epoch_ends_in_the_window() {
+        let own = json!({"num_workers": 0, "persistent_workers": false, "batches_per_epoch": 1875});
+        let p = probe(own, None);
+        assert_eq!(epoch_ends_in_window(&p, 10, 50), Some(false));
+        let (points, swept, why) = grid(&p, 10, 50);
+        assert!(
+            points
+                .iter()
+                .all(|p| p.overrides.get("persistent_workers").is_none())
         );
+        assert_eq!(swept, ["num_workers"]);
+        assert!(
+            why.contains("no epoch ends in the 60 measured steps"),
+            "{why}"
+        );
+        let iterable = probe(json!({"num_workers": 0, "batches_per_epoch": null}), None);
+        assert_eq!(
+            epoch_ends_in_window(&iterable, 10, 50),
+            None,
+            "unknown: kept"
+        );
+        let accumulating = Probe {
+            batches_per_step: Some(4),
+            ..probe(json!({"num_workers": 0, "batches_per_epoch": 200}), None)
+        };
+        assert_eq!(epoch_ends_in_window(&accumulating, 10, 50), Some(true));
     }
 }

@@ -8,19 +8,33 @@ use std::process::ExitCode;
 use stallscope_bundle::Bundle;
 use stallscope_core::interrupt::EXIT_INTERRUPTED;
 
+use stallscope_bundle::analysis::job_closing;
+
 use crate::report;
+use crate::report::text;
 
 /// Exit code when some configuration failed (panic, error) but the run ended.
 pub const EXIT_FAILURES: u8 = 1;
 
-/// The report at the end of a run, then where the bundle is: on stdout
-/// after a table, on stderr after Markdown, CSV or JSON so stdout stays that.
+/// The report of a bundle: its tables, then, for a job, its closing
+/// paragraphs (`shared`'s `job_closing`), then where the bundle is: all on
+/// stdout after a table; after Markdown, CSV or JSON the closing and the
+/// path go to stderr so stdout stays that format. `run`, `job` and `report`
+/// all print through here, so `report` says what the command said.
 pub(crate) fn print_report(bundle: &Bundle, path: &Path, style: report::Style) {
     crate::out!("{}", report::render_bundle(bundle, style));
-    let line = format!("bundle: {}", path.display());
+    let mut tail = String::new();
+    let closing = job_closing(bundle);
+    if !closing.is_empty() {
+        tail.push('\n');
+        for (i, p) in closing.iter().enumerate() {
+            tail += &text::wrap(p, if i == 0 { "" } else { "  " }, "  ", text::WIDTH);
+        }
+    }
+    tail += &format!("bundle: {}\n", path.display());
     match style {
-        report::Style::Compact | report::Style::Wide => crate::outln!("{line}"),
-        _ => eprintln!("{line}"),
+        report::Style::Compact | report::Style::Wide => crate::out!("{tail}"),
+        _ => eprint!("{tail}"),
     }
 }
 

@@ -11,7 +11,7 @@ use stallscope_job::{JobEvents, JobOptions};
 use super::finish::{exit_code, install_ctrlc, print_report};
 use super::output::OutputArgs;
 use super::progress;
-use crate::report::{Style, text};
+use crate::report::text;
 
 #[derive(Debug, clap::Args)]
 pub struct JobArgs {
@@ -24,9 +24,17 @@ pub struct JobArgs {
     /// Which DataLoader to measure: its index in the order they are first iterated.
     #[arg(long, default_value_t = 0)]
     pub loader: u32,
-    /// Repeats of every configuration (ascending, descending, ascending order).
+    /// Repeats of every configuration (ascending, descending, ascending order). With --sweep or
+    /// --tune, more follow while a configuration straddles the noise floor (--max-repeats).
     #[arg(long, default_value_t = 3)]
     pub repeats: u32,
+    /// With --sweep or --tune: repeats may grow to this many while the answer is not resolved
+    /// (a ratio to your settings straddling the A/A noise floor).
+    #[arg(long, default_value_t = 8)]
+    pub max_repeats: u32,
+    /// With --sweep or --tune: minutes the repeats may grow for.
+    #[arg(long)]
+    pub max_minutes: Option<f64>,
     /// Re-run with a DataLoader argument overridden: num_workers, prefetch_factor,
     /// persistent_workers, pin_memory, multiprocessing_context, in_order or batch_size
     /// (KEY=V1,V2,...; repeatable: every combination runs).
@@ -74,6 +82,8 @@ impl JobArgs {
             warmup: self.warmup,
             loader: self.loader,
             repeats: self.repeats,
+            max_repeats: self.max_repeats.max(self.repeats),
+            max_minutes: self.max_minutes,
             sweep: self.sweep.clone(),
             tune: self.tune,
             replay: self.replay,
@@ -100,20 +110,9 @@ pub fn run(args: &JobArgs) -> anyhow::Result<ExitCode> {
     install_ctrlc()?;
     let progress = progress::Lines::new(args.progress);
     let o = stallscope_job::run(&args.options(), &STOP, &progress, &Notes)?;
-    let style = args.output.style();
-    print_report(&o.bundle, &o.path, style);
+    print_report(&o.bundle, &o.path, args.output.style());
     if let Some(line) = &o.ranks {
         eprint!("{}", text::wrap(line, "", "  ", text::WIDTH));
-    }
-    if !o.closing.is_empty() {
-        let mut out = String::from("\n");
-        for (i, p) in o.closing.iter().enumerate() {
-            out += &text::wrap(p, if i == 0 { "" } else { "  " }, "  ", text::WIDTH);
-        }
-        match style {
-            Style::Compact | Style::Wide => crate::out!("{out}"),
-            _ => eprint!("{out}"),
-        }
     }
     Ok(exit_code(o.interrupted, o.failures))
 }

@@ -1,13 +1,14 @@
-//! `stallscope report BUNDLE`: print a saved bundle's report again — the
-//! same one `run` prints at its end — compact by default, or in full with
-//! `--wide` / `--format markdown|csv|json`; exit 2 when the bundle cannot be
-//! read (every problem named with the file).
+//! `stallscope report BUNDLE`: print a saved bundle's report again, exactly
+//! as `run` or `job` printed it at its end (the same function prints both,
+//! a job's closing paragraphs included), compact by default, or in full
+//! with `--wide` / `--format markdown|csv|json`; exit 2 when the bundle
+//! cannot be read (every problem named with the file).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::finish::print_report;
 use super::output::OutputArgs;
-use crate::report;
 use stallscope_core::bundle_file;
 
 #[derive(Debug, clap::Args)]
@@ -28,6 +29,6 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    crate::out!("{}", report::render_bundle(&bundle, args.output.style()));
+    print_report(&bundle, &args.bundle, args.output.style());
     Ok(ExitCode::SUCCESS)
 }

@@ -201,3 +201,18 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// `stallscope report` of the bundle a job or run wrote prints exactly what
+/// that command printed on stdout (one printer for both).
+pub fn assert_report_matches(printed: &Output, bundle: &Path) {
+    let again = run(&["report", bundle.to_str().unwrap()], &[]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    let (a, b) = (
+        String::from_utf8_lossy(&printed.stdout),
+        String::from_utf8_lossy(&again.stdout),
+    );
+    assert!(
+        a.ends_with(b.as_ref()),
+        "the command printed:\n{a}\n--- report prints:\n{b}"
+    );
+}

@@ -9,15 +9,19 @@
 //! crashes.
 
 mod compare;
+mod contention;
 mod cost;
 mod crash;
+mod floored;
 mod forecast;
 mod job;
+mod job_text;
 mod key;
 mod metric;
 mod noise;
 mod rank_columns;
 mod ranks;
+mod replay_text;
 mod scaling;
 mod stages;
 mod summary;
@@ -28,15 +32,18 @@ mod verdict;
 mod your_job;
 
 pub use compare::*;
+pub use contention::{RECONCILE_POINTS, Reconciliation, reconcile};
 pub use cost::*;
 pub use crash::*;
 pub use forecast::*;
 pub use job::*;
+pub use job_text::{change_of, job_closing};
 pub use key::*;
 pub use metric::*;
 pub use noise::*;
 pub use rank_columns::*;
 pub use ranks::*;
+pub use replay_text::{script_whole_run, sentence as replay_sentence};
 pub use scaling::*;
 pub use stages::*;
 pub use summary::*;

@@ -395,6 +395,17 @@ fn verdict_of_kind(e: &Experiment, version: Option<SchemaVersion>) -> Option<Ver
         });
     }
     let phase = preferred_phase(e);
+    if let Some((mut headline, figure, base)) = crate::analysis::floored::floored_verdict(e, phase)
+    {
+        if let Some(c) = e.configuration(&base) {
+            headline.push_str(&wait_note(e, c, phase));
+        }
+        return Some(Verdict {
+            headline,
+            figure,
+            mode: Some(TimingMode::WholeRun),
+        });
+    }
     match e.kind {
         ExperimentKind::Unknown(_) => {
             let fastest = fastest_verdict(e, phase);
@@ -501,6 +512,22 @@ fn sweet_spot_verdict(e: &Experiment, phase: Phase) -> Option<Verdict> {
     })
 }
 
+/// The diagnostic wait of the baseline `c` in a loader experiment, as a
+/// sentence to follow a headline (empty when unknown).
+fn wait_note(e: &Experiment, c: &Configuration, phase: Phase) -> String {
+    let wait_key = MetricKey::new(Metric::WaitShare, TimingMode::Diagnostic, phase);
+    match metric_value(c, &wait_key) {
+        Some(share) if e.kind == ExperimentKind::Loader => format!(
+            " Diagnostic runs (synchronized at every stage): at {} the loop waited for data {} \
+             of each step ({}).",
+            config_name(e, c),
+            show_percent(share),
+            InputBound::of_share(share).label()
+        ),
+        _ => String::new(),
+    }
+}
+
 fn fastest_verdict(e: &Experiment, phase: Phase) -> Option<Verdict> {
     let key = MetricKey::new(throughput_metric(e), TimingMode::WholeRun, phase);
     let rates: Vec<(&Configuration, f64)> = e
@@ -528,17 +555,8 @@ fn fastest_verdict(e: &Experiment, phase: Phase) -> Option<Verdict> {
         ));
     }
     headline.push('.');
-    let wait_key = MetricKey::new(Metric::WaitShare, TimingMode::Diagnostic, phase);
-    if let Some((bc, _)) = base
-        && let Some(share) = metric_value(bc, &wait_key)
-        && e.kind == ExperimentKind::Loader
-    {
-        headline.push_str(&format!(
-            " Diagnostic runs (synchronized at every stage): at {} the loop waited for data {} of each step ({}).",
-            config_name(e, bc),
-            show_percent(share),
-            InputBound::of_share(share).label()
-        ));
+    if let Some((bc, _)) = base {
+        headline.push_str(&wait_note(e, bc, phase));
     }
     Some(Verdict {
         headline,
