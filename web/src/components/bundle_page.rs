@@ -4,7 +4,7 @@
 //! bundle's ranks.
 
 use leptos::prelude::*;
-use stallscope_bundle::analysis::verdict_in;
+use stallscope_bundle::analysis::{bundle_title, verdict_in};
 use stallscope_bundle::{Bundle, RunState};
 
 use crate::components::environment::Environment;
@@ -43,7 +43,7 @@ fn bundle_view(b: std::sync::Arc<Bundle>) -> impl IntoView {
     .to_hash();
     view! {
         <article class="bundle-page">
-            <h1 class="bundle-title">{b.title.clone()}</h1>
+            <h1 class="bundle-title">{bundle_title(&b)}</h1>
             <p class="meta"><Provenance bundle=b.clone()/></p>
             <p class="meta muted">{format!("id {} · created {}", b.id, b.created_at)}</p>
             {status.map(|s| view! { <p class="warning">{s} " " {status_message.clone()}</p> })}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use stallscope_bundle::OpenEnum;
-use stallscope_bundle::analysis::{show_percent, stall_attribution, verdict_in};
+use stallscope_bundle::analysis::{bundle_title, show_percent, stall_attribution, verdict_in};
 use stallscope_bundle::{Bundle, Experiment};
 use web_sys::HtmlCanvasElement;
 
@@ -103,7 +103,7 @@ fn heading(b: &Arc<Bundle>, index: usize) -> impl IntoView + use<> {
     view! {
         <nav class="crumbs">
             <a href=Route::Library.to_hash()>"library"</a> " › "
-            <a href=bundle_href>{b.title.clone()}</a> " › "
+            <a href=bundle_href>{bundle_title(b)}</a> " › "
             <span>{e.title.clone()}</span>
         </nav>
         <h1 class="experiment-title">{e.title.clone()}</h1>

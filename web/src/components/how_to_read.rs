@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use stallscope_bundle::analysis::{
-    DEFAULT_SWEET_SPOT_THRESHOLD, Metric, MetricKey, barrier_overhead, group_thousands,
-    metric_value, show_bytes, show_percent, sweet_spot,
+    DEFAULT_SWEET_SPOT_THRESHOLD, Metric, MetricKey, barrier_overhead, bundle_title,
+    group_thousands, metric_value, show_bytes, show_percent, sweet_spot,
 };
 use stallscope_bundle::{Bundle, Phase, TimingMode};
 
@@ -128,7 +128,7 @@ fn page(b: Arc<Bundle>) -> impl IntoView {
         <article class="how-to-read">
             <nav class="crumbs">
                 <a href=Route::Library.to_hash()>"library"</a> " › "
-                <a href=Route::Bundle { bundle: b.id.clone() }.to_hash()>{b.title.clone()}</a> " › how to read this"
+                <a href=Route::Bundle { bundle: b.id.clone() }.to_hash()>{bundle_title(&b)}</a> " › how to read this"
             </nav>
             <h1>"How to read this report"</h1>
             <p class="meta"><Provenance bundle=b.clone() compact=true/></p>

@@ -2,7 +2,7 @@
 //! two or more side by side.
 
 use leptos::prelude::*;
-use stallscope_bundle::analysis::show_bytes;
+use stallscope_bundle::analysis::{bundle_title, show_bytes};
 
 use crate::components::provenance::Provenance;
 use crate::route::Route;
@@ -81,7 +81,7 @@ pub fn Library() -> impl IntoView {
                                             </td>
                                             <td>
                                                 <a class="bundle-link" href=Route::Bundle { bundle: l.key.clone() }.to_hash()>
-                                                    {b.title.clone()}
+                                                    {bundle_title(&b)}
                                                 </a>
                                             </td>
                                             <td><Provenance bundle=b.clone() compact=true/></td>
