@@ -6,6 +6,10 @@
 //! in the footnotes; an experiment of a kind from a newer format gets the
 //! plain columns of whatever it measured.
 
+mod settings;
+
+pub use settings::*;
+
 use crate::analysis::metric::*;
 use crate::analysis::summary::Summary;
 use crate::analysis::units::Unit;
@@ -213,7 +217,8 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
             .collect();
         let present: Vec<f64> = values.iter().flatten().copied().collect();
         let higher = key.metric.higher_is_better();
-        let ranked = key.metric.ranked();
+        // A best is marked only where there is a choice: two values or more.
+        let ranked = key.metric.ranked() && present.len() > 1;
         let best = if higher {
             present.iter().copied().fold(f64::NEG_INFINITY, f64::max)
         } else {
@@ -241,7 +246,7 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
             row.cells.push(cell);
         }
         columns.push(Column {
-            heading: key.heading(),
+            heading: heading(e, &key),
             unit: Unit::for_values(key.metric.quantity(), &present),
             higher_is_better: higher,
             explanation: key.metric.explanation(),
@@ -249,6 +254,7 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
         });
     }
 
+    one_time_unit(&mut columns, &rows);
     // (An unknown experiment kind is said by its verdict, `unknown_kind_note`.)
     let notes = unknown_mode_note(e)
         .into_iter()
@@ -262,6 +268,68 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
         columns,
         rows,
         notes,
+    }
+}
+
+/// A column's heading; an epoch column of runs that each span several
+/// epochs (a published table's "10 epochs: 32 s") says how many.
+fn heading(e: &Experiment, key: &MetricKey) -> String {
+    let h = key.heading();
+    match (key.metric, epochs_per_run(e)) {
+        (Metric::EpochS, Some(n)) => h.replacen("epoch", &format!("{n} epochs"), 1),
+        _ => h,
+    }
+}
+
+/// How many epochs each whole-run run spans, when more than one: the
+/// experiment states `epochs` and `samples` (per epoch) and every whole-run
+/// run counts `epochs × samples`.
+pub fn epochs_per_run(e: &Experiment) -> Option<i64> {
+    let int = |k: &str| match e.settings.get(k) {
+        Some(crate::format::ParamValue::Int(n)) => Some(*n),
+        _ => None,
+    };
+    let (epochs, samples) = (int("epochs")?, int("samples")?);
+    let mut runs = e
+        .configurations
+        .iter()
+        .flat_map(|c| &c.runs)
+        .filter_map(|r| r.whole_run.as_ref())
+        .peekable();
+    runs.peek()?;
+    (epochs > 1 && runs.all(|w| w.samples.map(|n| n as i64) == Some(epochs * samples)))
+        .then_some(epochs)
+}
+
+/// One time unit per table: every duration column in the unit of the
+/// columns' typical durations ([`Unit::for_columns`]; CPU time on the same
+/// scale), each column with the decimals its own values need to keep three
+/// digits.
+fn one_time_unit(columns: &mut [Column], rows: &[Row]) {
+    let values = |i: usize| -> Vec<f64> {
+        rows.iter()
+            .filter_map(|r| r.cells.get(i)?.as_ref().map(|c| c.value))
+            .collect()
+    };
+    let of = |q: Quantity| -> Vec<usize> {
+        (0..columns.len())
+            .filter(|&i| columns[i].key.metric.quantity() == q)
+            .collect()
+    };
+    let (durations, cpu) = (of(Quantity::Duration), of(Quantity::CpuTime));
+    let typicals: Vec<f64> = durations
+        .iter()
+        .map(|&i| Unit::typical_of(&values(i)))
+        .collect();
+    if typicals.is_empty() {
+        return;
+    }
+    let time = Unit::for_columns(Quantity::Duration, &typicals);
+    let cpu_unit = Unit::for_columns(Quantity::CpuTime, &typicals);
+    for (cols, unit) in [(durations, time), (cpu, cpu_unit)] {
+        for i in cols {
+            columns[i].unit = unit.with_digits_for(&values(i));
+        }
     }
 }
 
@@ -377,7 +445,8 @@ impl Cell {
 }
 
 impl Column {
-    /// The heading with the column's unit, e.g. `epoch (whole-run, steady) [s]`.
+    /// The heading with the column's unit, e.g. `epoch (whole-run, steady) [s]`;
+    /// a rate's heading says its unit already (`samples/s`).
     pub fn heading_with_unit(&self) -> String {
         match self.unit.suffix {
             "" | "/s" => self.heading.clone(),
@@ -547,5 +616,65 @@ pub fn csv_field(s: &str) -> String {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read_bundle;
+
+    const TUTORIAL: &str =
+        include_str!("../../../fixtures/published/pytorch-data-loading-tutorial.json");
+    const RANKED: &str = include_str!("../../../fixtures/measured/cpu-quickstart-quick.json");
+
+    #[test]
+    fn a_run_of_ten_epochs_is_headed_so() {
+        let b = read_bundle(TUTORIAL.as_bytes()).unwrap();
+        let e = &b.experiments[0];
+        assert_eq!(epochs_per_run(e), Some(10));
+        let t = comparison_table(e, &TableOptions::default());
+        let heads: Vec<String> = t.columns.iter().map(Column::heading_with_unit).collect();
+        assert!(
+            heads.iter().any(|h| h.starts_with("10 epochs (whole-run")),
+            "{heads:?}"
+        );
+        assert!(!heads.iter().any(|h| h.starts_with("epoch")), "{heads:?}");
+    }
+
+    #[test]
+    fn one_time_unit_per_table_and_a_best_only_among_several() {
+        let b = read_bundle(RANKED.as_bytes()).unwrap();
+        for e in &b.experiments {
+            let t = comparison_table(e, &TableOptions::default());
+            let times: Vec<&str> = t
+                .columns
+                .iter()
+                .filter(|c| c.key.metric.quantity() == Quantity::Duration)
+                .map(|c| c.unit.suffix)
+                .collect();
+            assert!(
+                times.windows(2).all(|w| w[0] == w[1]),
+                "{}: {times:?}",
+                e.id
+            );
+            for (i, c) in t.columns.iter().enumerate() {
+                let with_value = t.rows.iter().filter(|r| r.cells[i].is_some()).count();
+                let starred = t
+                    .rows
+                    .iter()
+                    .any(|r| r.cells[i].as_ref().is_some_and(|c| c.best));
+                assert!(
+                    with_value > 1 || !starred,
+                    "{}: {} starred alone",
+                    e.id,
+                    c.heading
+                );
+            }
+        }
+        let mut one = b.experiments[0].clone();
+        one.configurations.truncate(1);
+        let t = comparison_table(&one, &TableOptions::default());
+        assert!(t.rows[0].cells.iter().flatten().all(|c| !c.best));
     }
 }

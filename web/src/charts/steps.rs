@@ -77,19 +77,48 @@ pub fn draw(canvas: &HtmlCanvasElement, c: &Configuration) -> ChartResult {
     let font = |v: f64| ("sans-serif", v * dpr).into_font();
     let root = s.backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
+    let stat = run.diagnostic.as_ref().and_then(|d| d.step.as_ref());
+    let marks: Vec<(String, f64, RGBColor)> = [
+        (
+            "median (bundle)",
+            stat.and_then(|s| s.median_s),
+            SWEET_GREEN,
+        ),
+        ("p95 (bundle)", stat.and_then(|s| s.p95_s), WAIT_RED),
+    ]
+    .into_iter()
+    .filter_map(|(name, v, color)| {
+        let v = v.filter(|v| *v > 0.0)?;
+        Some((format!("{name}: {}", unit.show(v)), v, color))
+    })
+    .collect();
+    let mut legend = vec![LegendItem::new("steps per bin", COMPUTE_SLATE, Mark::Box)];
+    legend.extend(
+        marks
+            .iter()
+            .map(|(label, _, color)| LegendItem::new(label.clone(), *color, Mark::Tick)),
+    );
+    let x_desc = format!(
+        "step time: next-wait + transfer + compute{} [{}]{}",
+        if series.comm_ns.is_empty() {
+            ""
+        } else {
+            " + comm"
+        },
+        unit.suffix,
+        if axis.log { " (log scale)" } else { "" }
+    );
+    let caption = format!(
+        "Per-step time of {} — {} steps, run {} (diagnostic — synchronized at every stage)",
+        c.label,
+        stallscope_bundle::analysis::group_thousands(&n.to_string()),
+        run.id
+    );
+    let area = frame(canvas, &root, &caption, &legend, &[&x_desc, "steps"], dpr)?;
     let x_coord = axis.coord(&[lo_s.max(1e-9), hi_s], false, None, unit.factor);
     let y_coord = Axis::linear().coord(&[0.0, max_count], true, Some(count_ticks), 1.0);
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(&area)
         .margin(px(12.0))
-        .caption(
-            format!(
-                "Per-step time of {} — {} steps, run {} (diagnostic — synchronized at every stage)",
-                c.label,
-                stallscope_bundle::analysis::group_thousands(&n.to_string()),
-                run.id
-            ),
-            font(15.0),
-        )
         .x_label_area_size(px(44.0))
         .y_label_area_size(px(70.0))
         .build_cartesian_2d(x_coord, y_coord)
@@ -99,16 +128,7 @@ pub fn draw(canvas: &HtmlCanvasElement, c: &Configuration) -> ChartResult {
         .configure_mesh()
         .light_line_style(WHITE)
         .bold_line_style(GRID)
-        .x_desc(format!(
-            "step time: next-wait + transfer + compute{} [{}]{}",
-            if series.comm_ns.is_empty() {
-                ""
-            } else {
-                " + comm"
-            },
-            unit.suffix,
-            if axis.log { " (log scale)" } else { "" }
-        ))
+        .x_desc(x_desc.as_str())
         .y_desc("steps")
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&|v: &f64| short_number(*v))
@@ -130,42 +150,15 @@ pub fn draw(canvas: &HtmlCanvasElement, c: &Configuration) -> ChartResult {
                     )
                 }),
         )
-        .map_err(err)?
-        .label("steps per bin")
-        .legend(|(lx, ly)| {
-            Rectangle::new([(lx, ly - 5), (lx + 12, ly + 5)], COMPUTE_SLATE.filled())
-        });
-    let stat = run.diagnostic.as_ref().and_then(|d| d.step.as_ref());
-    for (name, value, color) in [
-        (
-            "median (bundle)",
-            stat.and_then(|s| s.median_s),
-            SWEET_GREEN,
-        ),
-        ("p95 (bundle)", stat.and_then(|s| s.p95_s), WAIT_RED),
-    ] {
-        let Some(v) = value.filter(|v| *v > 0.0) else {
-            continue;
-        };
+        .map_err(err)?;
+    for (_, v, color) in marks {
         let x = axis.fwd(v);
         chart
             .draw_series(std::iter::once(PathElement::new(
                 vec![(x, 0.0), (x, max_count * 1.04)],
                 color.stroke_width(px(2.0)),
             )))
-            .map_err(err)?
-            .label(format!("{name}: {}", unit.show(v)))
-            .legend(move |(lx, ly)| {
-                PathElement::new(vec![(lx, ly - 6), (lx, ly + 6)], color.stroke_width(2))
-            });
+            .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(GRID)
-        .label_font(font(12.0))
-        .draw()
-        .map_err(err)?;
     root.present().map_err(err)
 }

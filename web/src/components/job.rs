@@ -78,16 +78,18 @@ pub fn ScalingView(scaling: Scaling) -> impl IntoView {
             </p>
             {scaling.experiments.into_iter().map(|e| view! {
                 <h4>{format!("{} — {}", e.experiment_id, e.title)}</h4>
-                <table class="scaling-table">
-                    <thead><tr>
-                        <th>"configuration"</th>
-                        <th>{format!("base ({wb})")}</th>
-                        <th>{format!("this ({wn})")}</th>
-                        <th>"efficiency"</th><th>"loss"</th>
-                        <th>"data"</th><th>"comm"</th><th>"rest"</th><th></th>
-                    </tr></thead>
-                    <tbody>{e.rows.iter().map(row).collect_view()}</tbody>
-                </table>
+                <div class="table-scroll">
+                    <table class="scaling-table">
+                        <thead><tr>
+                            <th>"configuration"</th>
+                            <th>{format!("base ({wb})")}</th>
+                            <th>{format!("this ({wn})")}</th>
+                            <th>"efficiency"</th><th>"loss"</th>
+                            <th>"data"</th><th>"comm"</th><th>"rest"</th><th></th>
+                        </tr></thead>
+                        <tbody>{e.rows.iter().map(row).collect_view()}</tbody>
+                    </table>
+                </div>
             }).collect_view()}
         </section>
     }
