@@ -303,8 +303,7 @@ pub fn epochs_per_run(e: &Experiment) -> Option<i64> {
 
 /// One time unit per table: every duration column in the unit of the
 /// columns' typical durations ([`Unit::for_columns`]; CPU time on the same
-/// scale), each column with the decimals its own values need to keep three
-/// digits.
+/// scale), each value with three significant digits.
 fn one_time_unit(columns: &mut [Column], rows: &[Row]) {
     let values = |i: usize| -> Vec<f64> {
         rows.iter()
@@ -328,7 +327,7 @@ fn one_time_unit(columns: &mut [Column], rows: &[Row]) {
     let cpu_unit = Unit::for_columns(Quantity::CpuTime, &typicals);
     for (cols, unit) in [(durations, time), (cpu, cpu_unit)] {
         for i in cols {
-            columns[i].unit = unit.with_digits_for(&values(i));
+            columns[i].unit = unit.three_digits();
         }
     }
 }

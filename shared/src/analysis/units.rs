@@ -3,12 +3,15 @@
 
 use crate::analysis::metric::Quantity;
 
-/// A display unit: value × `factor`, shown with `decimals` and `suffix`.
+/// A display unit: value × `factor`, shown with `decimals` and `suffix`,
+/// or, when `significant` is set, each value with that many significant
+/// digits (a column whose values span orders of magnitude in one unit).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unit {
     pub suffix: &'static str,
     pub factor: f64,
     pub decimals: usize,
+    pub significant: Option<usize>,
 }
 
 impl Unit {
@@ -23,12 +26,14 @@ impl Unit {
                         suffix: "/s",
                         factor: 1.0,
                         decimals: 0,
+                        significant: None,
                     }
                 } else {
                     Unit {
                         suffix: "/s",
                         factor: 1.0,
                         decimals: 2,
+                        significant: None,
                     }
                 }
             }
@@ -39,12 +44,14 @@ impl Unit {
                         suffix: "GiB/s",
                         factor: 1.0 / GIB,
                         decimals: 2,
+                        significant: None,
                     }
                 } else {
                     Unit {
                         suffix: "MiB/s",
                         factor: 1.0 / MIB,
                         decimals: 1,
+                        significant: None,
                     }
                 }
             }
@@ -54,12 +61,14 @@ impl Unit {
                         suffix: "GiB",
                         factor: 1.0 / GIB,
                         decimals: 2,
+                        significant: None,
                     }
                 } else {
                     Unit {
                         suffix: "MiB",
                         factor: 1.0 / MIB,
                         decimals: 1,
+                        significant: None,
                     }
                 }
             }
@@ -67,17 +76,20 @@ impl Unit {
                 suffix: "%",
                 factor: 100.0,
                 decimals: 1,
+                significant: None,
             },
             Quantity::Count => Unit {
                 suffix: "",
                 factor: 1.0,
                 decimals: 0,
+                significant: None,
             },
             Quantity::CpuTime => Unit::time(typical).cpu(),
             Quantity::Cores => Unit {
                 suffix: "cores",
                 factor: 1.0,
                 decimals: 2,
+                significant: None,
             },
         }
     }
@@ -117,6 +129,7 @@ impl Unit {
             suffix,
             factor,
             decimals,
+            significant: None,
         }
     }
 
@@ -134,28 +147,27 @@ impl Unit {
         }
     }
 
-    /// This unit with the decimals that show the smallest of `values` with
-    /// three significant digits (`1,908 ms`, `119 ms`, `1.99 ms`,
-    /// `0.0606 ms`): a column in a table-wide unit keeps its precision.
-    pub fn with_digits_for(&self, values: &[f64]) -> Unit {
-        let smallest = values
-            .iter()
-            .map(|v| v.abs() * self.factor)
-            .filter(|v| v.is_finite() && *v > 0.0)
-            .fold(f64::INFINITY, f64::min);
-        if !smallest.is_finite() {
-            return self.clone();
-        }
-        let decimals = (2 - smallest.log10().floor() as i32).clamp(0, 6) as usize;
+    /// This unit showing each value with three significant digits
+    /// (`2,132 ms`, `119 ms`, `1.99 ms`, `0.0606 ms`): a column in a
+    /// table-wide unit keeps its precision however its values spread.
+    pub fn three_digits(&self) -> Unit {
         Unit {
-            decimals,
+            significant: Some(3),
             ..self.clone()
         }
     }
 
     /// The value in this unit, without the suffix (`16,062`, `3.735`).
     pub fn number(&self, value: f64) -> String {
-        group_thousands(&format!("{:.*}", self.decimals, value * self.factor))
+        let v = value * self.factor;
+        let decimals = match self.significant {
+            Some(n) if v != 0.0 && v.is_finite() => {
+                (n as i32 - 1 - v.abs().log10().floor() as i32).clamp(0, 6) as usize
+            }
+            Some(_) => 0,
+            None => self.decimals,
+        };
+        group_thousands(&format!("{v:.decimals$}"))
     }
 
     /// The value with its suffix (`16,062/s`, `3.735 s`).
@@ -308,13 +320,13 @@ mod tests {
 
     #[test]
     fn small_values_keep_three_digits_in_a_larger_unit() {
-        let ms = Unit::for_values(Quantity::Duration, &[0.0117]);
-        assert_eq!(ms.with_digits_for(&[6.06e-5]).show(6.06e-5), "0.0606 ms");
-        assert_eq!(ms.with_digits_for(&[0.0117]).show(0.0117), "11.7 ms");
-        assert_eq!(ms.with_digits_for(&[0.00199]).show(0.00199), "1.99 ms");
-        assert_eq!(ms.with_digits_for(&[0.11922]).show(0.11922), "119 ms");
-        assert_eq!(ms.with_digits_for(&[2.95]).show(2.95), "2,950 ms");
-        assert_eq!(ms.with_digits_for(&[0.0]).decimals, 2);
+        let ms = Unit::for_values(Quantity::Duration, &[0.0117]).three_digits();
+        assert_eq!(ms.show(6.06e-5), "0.0606 ms");
+        assert_eq!(ms.show(0.0117), "11.7 ms");
+        assert_eq!(ms.show(0.00199), "1.99 ms");
+        assert_eq!(ms.show(0.11922), "119 ms");
+        assert_eq!(ms.show(2.1317506), "2,132 ms");
+        assert_eq!(ms.show(0.0), "0 ms");
         let typical = [3.735, 0.00199];
         assert_eq!(Unit::for_columns(Quantity::Duration, &typical).suffix, "ms");
     }

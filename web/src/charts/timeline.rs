@@ -240,6 +240,7 @@ fn panel_unit(quantity: Quantity, values: &[f64]) -> Unit {
             suffix: "",
             factor: 1.0,
             decimals: 1,
+            significant: None,
         },
     }
 }

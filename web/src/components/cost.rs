@@ -57,7 +57,7 @@ pub fn Cost(bundle: Arc<Bundle>, experiment: usize) -> impl IntoView {
         .iter()
         .filter_map(|(_, _, s)| s.cpu_s_per_1000_samples.as_ref().map(|x| x.median))
         .collect();
-    let cpu_unit = Unit::for_values(Quantity::CpuTime, &cpu).with_digits_for(&cpu);
+    let cpu_unit = Unit::for_values(Quantity::CpuTime, &cpu).three_digits();
     let cpu_head = format!("CPU per 1,000 samples [{}]", cpu_unit.suffix);
     let parts = e.configurations.iter().find_map(|c| {
         let r = parts_run(&c.runs)?;
