@@ -24,7 +24,7 @@ pub fn answer(a: &JobAnswer, r: Option<&Recommendation>) -> impl IntoView + use<
         <div class="job-answer" class:no-change=direction == "none">
             <p class="job-headline" data-direction=direction>{a.headline.text.clone()}</p>
             <p class="job-headline-detail">
-                {change.map(|c| view! { "With " <code class="job-change-inline">{c}</code> ": " })}
+                {change.map(|c| view! { "With " <code class="job-change-inline">{c}</code> " instead of your settings — " })}
                 {a.headline.detail.clone()} "."
             </p>
             <p class="mode-line whole-run-line">{WHOLE_RUN_LINE}</p>

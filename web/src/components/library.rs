@@ -2,7 +2,7 @@
 //! two or more side by side.
 
 use leptos::prelude::*;
-use stallscope_bundle::analysis::{bundle_title, show_bytes};
+use stallscope_bundle::analysis::{bundle_title, show_bytes, show_created};
 
 use crate::components::provenance::Provenance;
 use crate::route::Route;
@@ -87,7 +87,7 @@ pub fn Library() -> impl IntoView {
                                                 </td>
                                                 <td><Provenance bundle=b.clone() compact=true/></td>
                                                 <td>{b.experiments.len()}</td>
-                                                <td>{b.created_at.clone()}</td>
+                                                <td class="created">{show_created(&b.created_at)}</td>
                                                 <td class="muted">{l.source.clone()}</td>
                                                 <td class="muted read-cost">
                                                     {format!("{}, {:.0} ms", show_bytes(l.bytes as f64), l.parse_ms)}

@@ -12,8 +12,7 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use stallscope_bundle::analysis::{
     ConfigurationMemory, JOB_ID, JobDigest, Quantity, Recommendation, ReplayCeiling, Unit,
-    Verification, job_answer, job_digest, job_title, show_bytes, show_percent, show_ratio,
-    show_step_ms as ms,
+    Verification, job_answer, job_digest, show_bytes, show_percent, show_ratio, show_step_ms as ms,
 };
 use stallscope_bundle::{Bundle, ProcessMemory};
 
@@ -31,10 +30,9 @@ pub fn YourJob(bundle: Arc<Bundle>) -> impl IntoView {
     let d = job_digest(&bundle)?;
     let a = job_answer(&bundle)?;
     let sweep = Route::Experiment(ExperimentView::new(&bundle.id, JOB_ID)).to_hash();
-    let title = job_title(&bundle).unwrap_or_else(|| "Your training job".into());
     Some(view! {
         <section class="your-job">
-            <h2 class="job-title">{title}</h2>
+            <h2 class="job-title">"Your training job"</h2>
             {answer(&a, d.recommendation.as_ref())}
             <h3 class="job-basis">"What the answer rests on"</h3>
             {d.recommendation.clone().map(recommendation)}

@@ -173,9 +173,9 @@ fn headline(d: &JobDigest, job: &Experiment) -> Headline {
             Direction::NoDifference
         };
         let detail = format!(
-            "B ÷ A of {} interleaved pairs, each run a fresh process: median {}, pairs {}–{}",
+            "the median of {} interleaved A/B pairs, your settings (A) against the change (B), \
+             each run a fresh process; the pairs gave {}–{}",
             v.pairs,
-            show_ratio(v.median),
             show_ratio(v.min),
             show_ratio(v.max)
         );

@@ -26,7 +26,7 @@ fn the_headline_says_direction_unit_and_mode() {
     );
     assert_eq!(a.headline.direction, Some(Direction::More));
     assert!(
-        a.headline.detail.contains("3 interleaved pairs"),
+        a.headline.detail.contains("3 interleaved A/B pairs"),
         "{}",
         a.headline.detail
     );
