@@ -217,8 +217,9 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
             .collect();
         let present: Vec<f64> = values.iter().flatten().copied().collect();
         let higher = key.metric.higher_is_better();
-        // A best is marked only where there is a choice: two values or more.
-        let ranked = key.metric.ranked() && present.len() > 1;
+        // A best is marked only where there is a choice: two values or
+        // more, not all equal.
+        let ranked = key.metric.ranked() && present.iter().any(|v| *v != present[0]);
         let best = if higher {
             present.iter().copied().fold(f64::NEG_INFINITY, f64::max)
         } else {
@@ -675,5 +676,16 @@ mod tests {
         one.configurations.truncate(1);
         let t = comparison_table(&one, &TableOptions::default());
         assert!(t.rows[0].cells.iter().flatten().all(|c| !c.best));
+        // Two equal values are no choice either.
+        let mut same = b.experiments[0].clone();
+        let twin = same.configurations[0].clone();
+        same.configurations[1].runs = twin.runs;
+        let t = comparison_table(&same, &TableOptions::default());
+        assert!(
+            t.rows
+                .iter()
+                .flat_map(|r| r.cells.iter().flatten())
+                .all(|c| !c.best)
+        );
     }
 }

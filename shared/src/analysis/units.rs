@@ -280,8 +280,12 @@ pub fn show_ratio(r: f64) -> String {
         format!("{r:.0}×")
     } else if r >= 10.0 {
         format!("{r:.1}×")
-    } else {
+    } else if r >= 0.1 || r <= 0.0 || !r.is_finite() {
         format!("{r:.2}×")
+    } else {
+        // Two significant digits: 0.0039×, never 0.00×.
+        let decimals = (1 - r.log10().floor() as i32).clamp(2, 9) as usize;
+        format!("{r:.decimals$}×")
     }
 }
 
@@ -308,6 +312,15 @@ mod tests {
         assert_eq!(show_number(32458.99), "32,459");
         assert_eq!(show_number(0.5), "0.5");
         assert_eq!(show_number(1.5e-9), "1.50e-9");
+    }
+
+    #[test]
+    fn small_ratios_keep_two_digits() {
+        assert_eq!(show_ratio(0.0039), "0.0039×");
+        assert_eq!(show_ratio(0.05), "0.050×");
+        assert_eq!(show_ratio(0.52), "0.52×");
+        assert_eq!(show_ratio(2.07), "2.07×");
+        assert_eq!(show_ratio(253.4), "253×");
     }
 
     #[test]
