@@ -70,9 +70,18 @@ pub fn JobFigures(bundle: Arc<Bundle>, experiment: usize, configuration: String)
     })
 }
 
+/// Below this loss (either way) there is nothing to split: the parts would
+/// only move between themselves.
+const NO_LOSS: f64 = 0.01;
+
 fn row(r: &ScalingRow) -> impl IntoView + use<> {
-    let split =
-        |f: fn(&stallscope_bundle::analysis::LossSplit) -> f64| pct(r.split.as_ref().map(f));
+    let split = |f: fn(&stallscope_bundle::analysis::LossSplit) -> f64| {
+        let shown = r
+            .split
+            .as_ref()
+            .filter(|_| r.loss.is_some_and(|l| l.abs() >= NO_LOSS));
+        pct(shown.map(f))
+    };
     view! {
         <tr data-config=r.config_id.clone()>
             <th>{r.label.clone()}</th>
@@ -107,7 +116,7 @@ pub fn ScalingView(scaling: Scaling, new: Arc<Bundle>) -> impl IntoView {
             <ul class="muted scaling-parts">
                 <li><b>"data"</b>": the slowest rank's wait for its next batch, beyond the base's."</li>
                 <li><b>"comm (slowest rank)"</b>": the slowest rank's time in the barrier or collective, beyond the base's. It waits least: the other ranks' wait for it is said under the table."</li>
-                <li><b>"rest"</b>": everything else — the slowest rank's copy and compute beyond the base's (a rank slower at computing lands here) and the barrier's own cost. A part below 0 did better than the base; with no loss, the parts only move between themselves."</li>
+                <li><b>"rest"</b>": everything else — the slowest rank's copy and compute beyond the base's (a rank slower at computing lands here) and the barrier's own cost. A part below 0 did better than the base. With under 1% of loss either way there is nothing to split: “—”."</li>
             </ul>
             {scaling.experiments.into_iter().map(|e| {
                 let others = others_line(&new, &e.experiment_id);
@@ -120,7 +129,7 @@ pub fn ScalingView(scaling: Scaling, new: Arc<Bundle>) -> impl IntoView {
                             <th>{format!("base ({wb})")}</th>
                             <th>{format!("this ({wn})")}</th>
                             <th>"efficiency"</th><th>"loss"</th>
-                            <th>"data"</th><th>"comm"</th><th>"rest"</th><th></th>
+                            <th>"data"</th><th>"comm (slowest rank)"</th><th>"rest"</th><th></th>
                         </tr></thead>
                         <tbody>{e.rows.iter().map(row).collect_view()}</tbody>
                     </table>
