@@ -180,81 +180,10 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
         .or_else(|| e.configurations.first().map(|c| c.id.clone()));
 
     let mut columns = Vec::new();
-    let mut rows: Vec<Row> = e
-        .configurations
-        .iter()
-        .map(|c| Row {
-            config_id: c.id.clone(),
-            label: c.label.clone(),
-            params: e
-                .swept
-                .iter()
-                .map(|p| {
-                    let v = c.params.get(p).map(|v| v.to_string());
-                    (p.clone(), v.unwrap_or_else(|| NOT_APPLICABLE.to_string()))
-                })
-                .collect(),
-            not_applicable: e
-                .swept
-                .iter()
-                .filter_map(|p| Some((p.clone(), c.not_applicable.get(p)?.clone())))
-                .collect(),
-            failure: c.failure.as_ref().map(failure_text),
-            cells: Vec::new(),
-        })
-        .collect();
-
+    let mut rows: Vec<Row> = e.configurations.iter().map(|c| row_of(e, c)).collect();
     for key in keys {
-        let summaries: Vec<Option<Summary>> = e
-            .configurations
-            .iter()
-            .map(|c| metric_summary(c, &key))
-            .collect();
-        let values: Vec<Option<f64>> = e
-            .configurations
-            .iter()
-            .map(|c| metric_value(c, &key))
-            .collect();
-        let present: Vec<f64> = values.iter().flatten().copied().collect();
-        let higher = key.metric.higher_is_better();
-        // A best is marked only where there is a choice: two values or
-        // more, not all equal.
-        let ranked = key.metric.ranked() && present.iter().any(|v| *v != present[0]);
-        let best = if higher {
-            present.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-        } else {
-            present.iter().copied().fold(f64::INFINITY, f64::min)
-        };
-        let base_value = baseline
-            .as_ref()
-            .and_then(|b| e.configurations.iter().position(|c| &c.id == b))
-            .and_then(|i| values[i]);
-        for (i, row) in rows.iter_mut().enumerate() {
-            let cell = match (summaries[i], values[i]) {
-                (Some(summary), Some(value)) => Some(Cell {
-                    summary,
-                    value,
-                    ratio_to_baseline: base_value.filter(|b| *b != 0.0).map(|b| value / b),
-                    best: ranked && value == best,
-                    closeness: if ranked {
-                        closeness(value, best, higher)
-                    } else {
-                        Closeness::Middle
-                    },
-                }),
-                _ => None,
-            };
-            row.cells.push(cell);
-        }
-        columns.push(Column {
-            heading: heading(e, &key),
-            unit: Unit::for_values(key.metric.quantity(), &present),
-            higher_is_better: higher,
-            explanation: key.metric.explanation(),
-            key,
-        });
+        columns.push(add_column(e, key, baseline.as_deref(), &mut rows));
     }
-
     one_time_unit(&mut columns, &rows);
     // (An unknown experiment kind is said by its verdict, `unknown_kind_note`.)
     let notes = unknown_mode_note(e)
@@ -269,6 +198,81 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
         columns,
         rows,
         notes,
+    }
+}
+
+/// A configuration's row, without its cells yet.
+fn row_of(e: &Experiment, c: &crate::format::Configuration) -> Row {
+    Row {
+        config_id: c.id.clone(),
+        label: c.label.clone(),
+        params: e
+            .swept
+            .iter()
+            .map(|p| {
+                let v = c.params.get(p).map(|v| v.to_string());
+                (p.clone(), v.unwrap_or_else(|| NOT_APPLICABLE.to_string()))
+            })
+            .collect(),
+        not_applicable: e
+            .swept
+            .iter()
+            .filter_map(|p| Some((p.clone(), c.not_applicable.get(p)?.clone())))
+            .collect(),
+        failure: c.failure.as_ref().map(failure_text),
+        cells: Vec::new(),
+    }
+}
+
+/// The column of `key`: each row's cell pushed, ranked and set against the
+/// baseline's value.
+fn add_column(e: &Experiment, key: MetricKey, baseline: Option<&str>, rows: &mut [Row]) -> Column {
+    let summaries: Vec<Option<Summary>> = e
+        .configurations
+        .iter()
+        .map(|c| metric_summary(c, &key))
+        .collect();
+    let values: Vec<Option<f64>> = e
+        .configurations
+        .iter()
+        .map(|c| metric_value(c, &key))
+        .collect();
+    let present: Vec<f64> = values.iter().flatten().copied().collect();
+    let higher = key.metric.higher_is_better();
+    // A best is marked only where there is a choice: two values or more,
+    // not all equal.
+    let ranked = key.metric.ranked() && present.iter().any(|v| *v != present[0]);
+    let best = if higher {
+        present.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+    } else {
+        present.iter().copied().fold(f64::INFINITY, f64::min)
+    };
+    let base_value = baseline
+        .and_then(|b| e.configurations.iter().position(|c| c.id == b))
+        .and_then(|i| values[i]);
+    for (i, row) in rows.iter_mut().enumerate() {
+        let cell = match (summaries[i], values[i]) {
+            (Some(summary), Some(value)) => Some(Cell {
+                summary,
+                value,
+                ratio_to_baseline: base_value.filter(|b| *b != 0.0).map(|b| value / b),
+                best: ranked && value == best,
+                closeness: if ranked {
+                    closeness(value, best, higher)
+                } else {
+                    Closeness::Middle
+                },
+            }),
+            _ => None,
+        };
+        row.cells.push(cell);
+    }
+    Column {
+        heading: heading(e, &key),
+        unit: Unit::for_values(key.metric.quantity(), &present),
+        higher_is_better: higher,
+        explanation: key.metric.explanation(),
+        key,
     }
 }
 
@@ -496,196 +500,10 @@ impl ComparisonTable {
         }
         out
     }
-
-    /// The table as GitHub Markdown (medians, ratios to the baseline, best in bold).
-    pub fn to_markdown(&self) -> String {
-        let mut out = String::new();
-        out.push_str("| configuration |");
-        for c in &self.columns {
-            out.push_str(&format!(" {} |", c.heading_with_unit()));
-        }
-        out.push_str("\n|---|");
-        for _ in &self.columns {
-            out.push_str("---:|");
-        }
-        out.push('\n');
-        for r in &self.rows {
-            out.push_str(&format!("| {} |", escape_md(&r.label)));
-            for (cell, col) in r.cells.iter().zip(&self.columns) {
-                match cell {
-                    Some(cell) => {
-                        let mut t = cell.text(&col.unit, true);
-                        if let Some(ratio) = cell
-                            .ratio_to_baseline
-                            .filter(|_| Some(&r.config_id) != self.baseline.as_ref())
-                        {
-                            t.push_str(&format!(
-                                " ({})",
-                                crate::analysis::units::show_ratio(ratio)
-                            ));
-                        }
-                        if cell.best {
-                            t = format!("**{t}**");
-                        }
-                        out.push_str(&format!(" {t} |"));
-                    }
-                    None => out.push_str(" — |"),
-                }
-            }
-            if let Some(f) = &r.failure {
-                out.push_str(&format!(" {} |", escape_md(f)));
-            }
-            out.push('\n');
-        }
-        let footnotes = self.footnotes();
-        if !footnotes.is_empty() {
-            out.push('\n');
-            for f in footnotes {
-                out.push_str(&format!("{}  \n", escape_md(&f)));
-            }
-        }
-        out
-    }
-
-    /// The table as CSV: raw numbers in SI base units (seconds, bytes, /s).
-    pub fn to_csv(&self) -> String {
-        let mut out = String::from("configuration");
-        for p in self
-            .rows
-            .first()
-            .map(|r| r.params.clone())
-            .unwrap_or_default()
-        {
-            out.push(',');
-            out.push_str(&csv_field(&p.0));
-        }
-        for c in &self.columns {
-            let name = format!(
-                "{} {} {}",
-                c.key.metric.label(),
-                c.key.mode.as_str(),
-                c.key.phase.as_str()
-            );
-            for suffix in ["median", "min", "max", "n", "ratio_to_baseline"] {
-                out.push(',');
-                out.push_str(&csv_field(&format!("{name} {suffix}")));
-            }
-        }
-        out.push_str(",failure\n");
-        for r in &self.rows {
-            out.push_str(&csv_field(&r.label));
-            for p in &r.params {
-                out.push(',');
-                out.push_str(&csv_field(&p.1));
-            }
-            for cell in &r.cells {
-                match cell {
-                    Some(c) => out.push_str(&format!(
-                        ",{},{},{},{},{}",
-                        c.value,
-                        c.summary.min,
-                        c.summary.max,
-                        c.summary.n,
-                        c.ratio_to_baseline
-                            .map(|x| x.to_string())
-                            .unwrap_or_default()
-                    )),
-                    None => out.push_str(",,,,,"),
-                }
-            }
-            out.push(',');
-            out.push_str(&csv_field(r.failure.as_deref().unwrap_or("")));
-            out.push('\n');
-        }
-        out
-    }
 }
 
-fn escape_md(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
-/// Quote a CSV field when needed (RFC 4180); also defuse spreadsheet formulas.
-pub fn csv_field(s: &str) -> String {
-    let s = if s.starts_with(['=', '+', '-', '@']) && s.parse::<f64>().is_err() {
-        format!("'{s}")
-    } else {
-        s.to_string()
-    };
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s
-    }
-}
+mod export;
+pub use export::csv_field;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::read_bundle;
-
-    const TUTORIAL: &str =
-        include_str!("../../../fixtures/published/pytorch-data-loading-tutorial.json");
-    const RANKED: &str = include_str!("../../../fixtures/measured/cpu-quickstart-quick.json");
-
-    #[test]
-    fn a_run_of_ten_epochs_is_headed_so() {
-        let b = read_bundle(TUTORIAL.as_bytes()).unwrap();
-        let e = &b.experiments[0];
-        assert_eq!(epochs_per_run(e), Some(10));
-        let t = comparison_table(e, &TableOptions::default());
-        let heads: Vec<String> = t.columns.iter().map(Column::heading_with_unit).collect();
-        assert!(
-            heads.iter().any(|h| h.starts_with("10 epochs (whole-run")),
-            "{heads:?}"
-        );
-        assert!(!heads.iter().any(|h| h.starts_with("epoch")), "{heads:?}");
-    }
-
-    #[test]
-    fn one_time_unit_per_table_and_a_best_only_among_several() {
-        let b = read_bundle(RANKED.as_bytes()).unwrap();
-        for e in &b.experiments {
-            let t = comparison_table(e, &TableOptions::default());
-            let times: Vec<&str> = t
-                .columns
-                .iter()
-                .filter(|c| c.key.metric.quantity() == Quantity::Duration)
-                .map(|c| c.unit.suffix)
-                .collect();
-            assert!(
-                times.windows(2).all(|w| w[0] == w[1]),
-                "{}: {times:?}",
-                e.id
-            );
-            for (i, c) in t.columns.iter().enumerate() {
-                let with_value = t.rows.iter().filter(|r| r.cells[i].is_some()).count();
-                let starred = t
-                    .rows
-                    .iter()
-                    .any(|r| r.cells[i].as_ref().is_some_and(|c| c.best));
-                assert!(
-                    with_value > 1 || !starred,
-                    "{}: {} starred alone",
-                    e.id,
-                    c.heading
-                );
-            }
-        }
-        let mut one = b.experiments[0].clone();
-        one.configurations.truncate(1);
-        let t = comparison_table(&one, &TableOptions::default());
-        assert!(t.rows[0].cells.iter().flatten().all(|c| !c.best));
-        // Two equal values are no choice either.
-        let mut same = b.experiments[0].clone();
-        let twin = same.configurations[0].clone();
-        same.configurations[1].runs = twin.runs;
-        let t = comparison_table(&same, &TableOptions::default());
-        assert!(
-            t.rows
-                .iter()
-                .flat_map(|r| r.cells.iter().flatten())
-                .all(|c| !c.best)
-        );
-    }
-}
+mod tests;

@@ -29,40 +29,97 @@ pub fn step_run(c: &Configuration) -> Option<&Run> {
         .find(|r| r.steps.as_ref().is_some_and(|s| !s.compute_ns.is_empty()))
 }
 
+/// Step times binned for drawing (display only).
+struct Histogram {
+    /// Steps counted.
+    n: usize,
+    lo_s: f64,
+    hi_s: f64,
+    /// Linear or log₂ over the range.
+    axis: Axis,
+    /// The first bin's left edge and a bin's width, in axis space.
+    a: f64,
+    width: f64,
+    counts: Vec<u64>,
+}
+
+impl Histogram {
+    fn of(series: &stallscope_bundle::StepSeries) -> Result<Histogram, String> {
+        let n = series
+            .compute_ns
+            .len()
+            .min(series.transfer_ns.len())
+            .min(series.next_wait_ns.len());
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        let totals: Vec<u64> = (0..n)
+            .map(|i| {
+                // A rank's step includes its time in the synchronisation, as
+                // the bundle's `step` statistics do (format 1.2).
+                let comm = series.comm_ns.get(i).copied().unwrap_or(0);
+                let t =
+                    series.next_wait_ns[i] + series.transfer_ns[i] + series.compute_ns[i] + comm;
+                lo = lo.min(t);
+                hi = hi.max(t);
+                t
+            })
+            .collect();
+        if totals.is_empty() {
+            return Err("no steps".into());
+        }
+        let (lo_s, hi_s) = (lo as f64 * 1e-9, hi as f64 * 1e-9);
+        let axis = Axis::for_values(&[lo_s.max(1e-9), hi_s]);
+        let (a, b) = (axis.fwd(lo_s.max(1e-9)), axis.fwd(hi_s));
+        let width = ((b - a) / BINS as f64).max(1e-12);
+        let mut counts = vec![0u64; BINS];
+        for t in &totals {
+            let v = axis.fwd((*t as f64 * 1e-9).max(1e-9));
+            let k = (((v - a) / width) as usize).min(BINS - 1);
+            counts[k] += 1;
+        }
+        Ok(Histogram {
+            n,
+            lo_s,
+            hi_s,
+            axis,
+            a,
+            width,
+            counts,
+        })
+    }
+}
+
+/// The run's own median and p95 step (the bundle's statistics), each as
+/// its legend label, value and colour.
+fn marks(run: &Run, unit: &Unit) -> Vec<(String, f64, RGBColor)> {
+    let stat = run.diagnostic.as_ref().and_then(|d| d.step.as_ref());
+    [
+        (
+            "median (bundle)",
+            stat.and_then(|s| s.median_s),
+            SWEET_GREEN,
+        ),
+        ("p95 (bundle)", stat.and_then(|s| s.p95_s), WAIT_RED),
+    ]
+    .into_iter()
+    .filter_map(|(name, v, color)| {
+        let v = v.filter(|v| *v > 0.0)?;
+        Some((format!("{name}: {}", unit.show(v)), v, color))
+    })
+    .collect()
+}
+
 pub fn draw(canvas: &HtmlCanvasElement, c: &Configuration) -> ChartResult {
     let run = step_run(c).ok_or("this configuration has no per-step records")?;
     let series = run.steps.as_ref().ok_or("no per-step records")?;
-    let n = series
-        .compute_ns
-        .len()
-        .min(series.transfer_ns.len())
-        .min(series.next_wait_ns.len());
-    let mut lo = u64::MAX;
-    let mut hi = 0u64;
-    let totals: Vec<u64> = (0..n)
-        .map(|i| {
-            // A rank's step includes its time in the synchronisation, as the
-            // bundle's `step` statistics do (format 1.2).
-            let comm = series.comm_ns.get(i).copied().unwrap_or(0);
-            let t = series.next_wait_ns[i] + series.transfer_ns[i] + series.compute_ns[i] + comm;
-            lo = lo.min(t);
-            hi = hi.max(t);
-            t
-        })
-        .collect();
-    if totals.is_empty() {
-        return Err("no steps".into());
-    }
-    let (lo_s, hi_s) = (lo as f64 * 1e-9, hi as f64 * 1e-9);
-    let axis = Axis::for_values(&[lo_s.max(1e-9), hi_s]);
-    let (a, b) = (axis.fwd(lo_s.max(1e-9)), axis.fwd(hi_s));
-    let width = ((b - a) / BINS as f64).max(1e-12);
-    let mut counts = vec![0u64; BINS];
-    for t in &totals {
-        let v = axis.fwd((*t as f64 * 1e-9).max(1e-9));
-        let k = (((v - a) / width) as usize).min(BINS - 1);
-        counts[k] += 1;
-    }
+    let Histogram {
+        n,
+        lo_s,
+        hi_s,
+        axis,
+        a,
+        width,
+        counts,
+    } = Histogram::of(series)?;
     let max_count = counts.iter().copied().max().unwrap_or(1) as f64;
     let unit = Unit::for_values(Quantity::Duration, &[lo_s, hi_s]);
 
@@ -77,21 +134,7 @@ pub fn draw(canvas: &HtmlCanvasElement, c: &Configuration) -> ChartResult {
     let font = |v: f64| ("sans-serif", v * dpr).into_font();
     let root = s.backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let stat = run.diagnostic.as_ref().and_then(|d| d.step.as_ref());
-    let marks: Vec<(String, f64, RGBColor)> = [
-        (
-            "median (bundle)",
-            stat.and_then(|s| s.median_s),
-            SWEET_GREEN,
-        ),
-        ("p95 (bundle)", stat.and_then(|s| s.p95_s), WAIT_RED),
-    ]
-    .into_iter()
-    .filter_map(|(name, v, color)| {
-        let v = v.filter(|v| *v > 0.0)?;
-        Some((format!("{name}: {}", unit.show(v)), v, color))
-    })
-    .collect();
+    let marks = marks(run, &unit);
     let mut legend = vec![LegendItem::new("steps per bin", COMPUTE_SLATE, Mark::Box)];
     legend.extend(
         marks
