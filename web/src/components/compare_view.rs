@@ -110,7 +110,9 @@ fn sides_view(s: &Sides) -> impl IntoView + use<> {
         x.runner.clone().unwrap_or_else(|| "not recorded".into())
     };
     let commit = |x: &Side| x.commit.clone().unwrap_or_else(|| "—".into());
-    let differ = s.base.commit != s.new.commit;
+    // A published table has no runner: nothing to flag against it.
+    let measured = !s.base.published && !s.new.published;
+    let differ = measured && s.base.commit != s.new.commit;
     let rows = [
         ("title", s.base.title.clone(), s.new.title.clone(), false),
         (
@@ -123,7 +125,7 @@ fn sides_view(s: &Sides) -> impl IntoView + use<> {
             "runner",
             runner(&s.base),
             runner(&s.new),
-            s.base.runner != s.new.runner,
+            measured && s.base.runner != s.new.runner,
         ),
         ("runner commit", commit(&s.base), commit(&s.new), differ),
     ];
