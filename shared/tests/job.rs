@@ -161,10 +161,16 @@ fn identical_ranks_scale_perfectly() {
             (row.ratio.unwrap() - f64::from(plan.ranks)).abs() < 1e-9,
             "case {case}"
         );
+        // A world size is the job's, not the machine's (issue 32).
         assert!(
-            cmp.environment_differences
+            cmp.job_differences
                 .iter()
-                .any(|d| d.field == "ranks")
+                .any(|d| d.field == "world size (ranks)")
+        );
+        assert!(
+            !cmp.environment_differences
+                .iter()
+                .any(|d| d.field.contains("ranks"))
         );
     }
 }

@@ -14,6 +14,7 @@ use stallscope_bundle::{Bundle, Experiment, Provenance, TimingMode};
 
 use super::comparison::{
     before_after_block, comparison_rows, comparison_unit, machine_block, settings_block,
+    sides_block,
 };
 use super::ranks::{render_cost_table, render_ranks};
 use super::text::{Column, WIDTH, compact_table, wrap};
@@ -203,13 +204,7 @@ fn render_table(
 /// NEW/BASE and the change (noise flags on the figures); `--wide` adds the
 /// min–max of each.
 pub fn render_comparison_compact(c: &BundleComparison, base_name: &str, new_name: &str) -> String {
-    let mut out = wrap(
-        &format!("BASE {base_name} vs NEW {new_name}"),
-        "",
-        "  ",
-        WIDTH,
-    );
-    out.push('\n');
+    let mut out = sides_block(c, base_name, new_name);
     out.push_str(&machine_block(c));
     for e in &c.experiments {
         let phase = e

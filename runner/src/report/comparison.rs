@@ -66,7 +66,8 @@ fn change_key(c: Option<Change>) -> &'static str {
 
 /// The two-bundle comparison as aligned text.
 pub fn render_comparison_text(c: &BundleComparison, base_name: &str, new_name: &str) -> String {
-    let mut out = machine_aligned(c, base_name, new_name);
+    let mut out = sides_block(c, base_name, new_name);
+    out.push_str(&machine_aligned(c, base_name, new_name));
     for e in &c.experiments {
         let phase = e
             .phase
@@ -125,6 +126,19 @@ pub fn render_comparison_text(c: &BundleComparison, base_name: &str, new_name: &
 /// The two-bundle comparison as Markdown.
 pub fn render_comparison_markdown(c: &BundleComparison, base_name: &str, new_name: &str) -> String {
     let mut out = String::new();
+    for (side, name, s) in [
+        ("BASE", base_name, &c.sides.base),
+        ("NEW", new_name, &c.sides.new),
+    ] {
+        out.push_str(&format!("**{side}** {}: {}  \n", md(name), md(&s.line())));
+    }
+    out.push('\n');
+    for f in &c.sides.flags {
+        out.push_str(&format!("**Warning:** {}\n\n", md(f)));
+    }
+    for l in c.job().lines("BASE", "NEW", "fields") {
+        out.push_str(&format!("- the jobs differ: {}\n", md(&l)));
+    }
     out.push_str(&machine_markdown(c));
     for e in &c.experiments {
         out.push_str(&format!(
@@ -204,7 +218,9 @@ pub fn render_comparison_json(c: &BundleComparison, base: &str, new: &str) -> se
         "base": base,
         "new": new,
         "threshold_percent": c.threshold_percent,
+        "sides": sides_json(c),
         "environment_differences": c.environment_differences.iter().map(|d| serde_json::json!({"field": d.field, "base": d.base, "new": d.new})).collect::<Vec<_>>(),
+        "job_differences": c.job_differences.iter().map(|d| serde_json::json!({"field": d.field, "base": d.base, "new": d.new})).collect::<Vec<_>>(),
         "before_after": c.experiments.iter().filter_map(|e| Some((e, e.before_after.as_ref()?))).map(|(e, b)| before_after_json(&e.experiment_id, b)).collect::<Vec<_>>(),
         "experiments": c.experiments.iter().map(|e| serde_json::json!({
             "id": e.experiment_id,
@@ -251,6 +267,36 @@ fn machine_aligned(c: &BundleComparison, base_name: &str, new_name: &str) -> Str
     for side in [("BASE", &machine.only_base), ("NEW", &machine.only_new)] {
         if let Some(l) = DifferenceGroups::only_line(side.0, side.1, "fields") {
             out.push_str(&format!("{l}\n"));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// Which is which (title, date, runner and commit of each side), the
+/// flags (a different commit) and the job's own differences (world size),
+/// within 100 columns.
+pub(super) fn sides_block(c: &BundleComparison, base_name: &str, new_name: &str) -> String {
+    let mut out = String::new();
+    for (side, name, s) in [
+        ("BASE", base_name, &c.sides.base),
+        ("NEW", new_name, &c.sides.new),
+    ] {
+        out.push_str(&wrap(
+            &format!("{side} {name}: {}", s.line()),
+            "",
+            "    ",
+            WIDTH,
+        ));
+    }
+    for f in &c.sides.flags {
+        out.push_str(&wrap(&format!("WARNING: {f}"), "", "  ", WIDTH));
+    }
+    let job = c.job().lines("BASE", "NEW", "fields");
+    if !job.is_empty() {
+        out.push_str("The jobs differ (a different job, whatever the machines):\n");
+        for l in job {
+            out.push_str(&wrap(&l, "  ", "    ", WIDTH));
         }
     }
     out.push('\n');
@@ -315,6 +361,15 @@ fn machine_markdown(c: &BundleComparison) -> String {
         }
     }
     out
+}
+
+fn sides_json(c: &BundleComparison) -> serde_json::Value {
+    let side = |s: &stallscope_bundle::analysis::Side| {
+        serde_json::json!({"title": s.title, "created": s.created, "runner": s.runner,
+            "commit": s.commit, "published": s.published})
+    };
+    serde_json::json!({"base": side(&c.sides.base), "new": side(&c.sides.new),
+        "flags": c.sides.flags})
 }
 
 fn before_after_json(experiment: &str, b: &BeforeAfter) -> serde_json::Value {

@@ -94,7 +94,10 @@ pub fn render_bundle_wide(b: &Bundle) -> String {
 /// The bundle's report as Markdown: a section per experiment, its verdict
 /// and the shared table's Markdown.
 pub fn render_bundle_markdown(b: &Bundle) -> String {
-    let mut out = format!("## {}\n\n", md(&b.title));
+    let mut out = format!(
+        "## {}\n\n",
+        md(&stallscope_bundle::analysis::bundle_title(b))
+    );
     if let Some(title) = published_title(b) {
         out.push_str(&format!(
             "**Published figures (not measured here):** {}\n\n",

@@ -49,10 +49,19 @@ fn rate(v: Option<f64>) -> String {
         .unwrap_or_else(|| "—".into())
 }
 
+/// Below this loss (either way) there is nothing to split: the parts would
+/// only move between themselves (as the viewer shows it).
+const NO_LOSS: f64 = 0.01;
+
 /// The cells of a row: label, BASE, NEW, efficiency, loss, data, comm, rest.
 fn cells(r: &ScalingRow) -> Vec<String> {
-    let split =
-        |f: fn(&stallscope_bundle::analysis::LossSplit) -> f64| pct(r.split.as_ref().map(f));
+    let split = |f: fn(&stallscope_bundle::analysis::LossSplit) -> f64| {
+        let shown = r
+            .split
+            .as_ref()
+            .filter(|_| r.loss.is_some_and(|l| l.abs() >= NO_LOSS));
+        pct(shown.map(f))
+    };
     vec![
         r.label.clone(),
         rate(r.base_rate),
@@ -69,7 +78,9 @@ fn heading(s: &Scaling) -> String {
     format!(
         "SCALING from {} to {} rank(s): efficiency = (job samples/s NEW ÷ BASE) ÷ ({} ÷ {}); the \
          loss (1 − efficiency) split by the diagnostic shares of the slowest rank's step into \
-         data wait, comm (barrier or collective) and the rest.",
+         data wait, comm (the slowest rank's barrier or collective: it waits least; the other \
+         ranks' wait is in their rank section) and the rest (its copy and compute beyond BASE's, \
+         the barrier's own cost); under 1% of loss, nothing to split (—).",
         s.base_world, s.new_world, s.new_world, s.base_world
     )
 }

@@ -179,7 +179,7 @@ fn a_long_label_is_cut_with_an_ellipsis_and_keeps_its_figures() {
         .unwrap_or_else(|| panic!("no row:\n{out}"));
     assert!(row.contains('…') && !row.contains(&long), "{row}");
     assert!(
-        row.contains("3,518/s") && row.contains("0.06×") && row.contains("1.2%"),
+        row.contains("3,518/s") && row.contains("0.058×") && row.contains("1.2%"),
         "{row}"
     );
     // --wide keeps the label whole.

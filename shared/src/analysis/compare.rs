@@ -14,9 +14,11 @@ use crate::merge::job_view;
 
 mod before_after;
 mod differences;
+mod sides;
 
 pub use before_after::*;
 pub use differences::*;
+pub use sides::*;
 
 /// How a configuration moved from BASE to NEW.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,12 +81,21 @@ pub struct BundleComparison {
     /// Machine and software differences; read them grouped with
     /// [`BundleComparison::machine`].
     pub environment_differences: Vec<Difference>,
+    /// The job's own differences (its world size): not the machine's.
+    pub job_differences: Vec<Difference>,
+    /// Which is which: both sides' titles, dates, runners and commits.
+    pub sides: Sides,
 }
 
 impl BundleComparison {
     /// The machine and software differences, grouped.
     pub fn machine(&self) -> DifferenceGroups {
         DifferenceGroups::of(&self.environment_differences)
+    }
+
+    /// The job's own differences, grouped.
+    pub fn job(&self) -> DifferenceGroups {
+        DifferenceGroups::of(&self.job_differences)
     }
 
     /// Rows slower than BASE beyond the threshold (the CI gate).
@@ -100,6 +111,8 @@ impl BundleComparison {
 /// Compare NEW against BASE; `threshold_percent` of whole-run throughput.
 pub fn compare_bundles(base: &Bundle, new: &Bundle, threshold_percent: f64) -> BundleComparison {
     let differences = environment_differences(base, new);
+    let job = job_differences(base, new);
+    let sides = compare_sides(base, new);
     // A merged bundle's figures are its job's, never one rank's pooled.
     let (base, new) = (job_view(base), job_view(new));
     let mut experiments = Vec::new();
@@ -120,6 +133,8 @@ pub fn compare_bundles(base: &Bundle, new: &Bundle, threshold_percent: f64) -> B
         threshold_percent,
         experiments,
         environment_differences: differences,
+        job_differences: job,
+        sides,
     }
 }
 
@@ -151,7 +166,7 @@ fn compare_experiment(
         out.note = Some(format!("not applicable: {reason}"));
         return out;
     }
-    out.setting_differences = map_differences(&b.settings, &n.settings);
+    out.setting_differences = setting_differences(b, n);
     out.before_after = before_after(b, n);
     // The phase both sides have whole-run figures for: steady first.
     let has =
@@ -217,6 +232,34 @@ fn compare_experiment(
             }
         }
         out.rows.push(row);
+    }
+    out
+}
+
+/// The settings that differ, results left out ([`is_result_setting`]);
+/// for two job experiments, the script's own DataLoader settings as read
+/// back, which is the change a before/after made.
+fn setting_differences(b: &Experiment, n: &Experiment) -> Vec<Difference> {
+    let mut out: Vec<Difference> = map_differences(&b.settings, &n.settings)
+        .into_iter()
+        .filter(|d| !is_result_setting(&d.field))
+        .collect();
+    let script = crate::analysis::your_job::JOB_SCRIPT_ID;
+    if let (Some(x), Some(y)) = (b.configuration(script), n.configuration(script)) {
+        let read_back = |c: &Configuration| {
+            c.params
+                .iter()
+                .filter_map(|(k, v)| Some((k.strip_prefix("actual_")?.to_string(), v.clone())))
+                .collect()
+        };
+        out.extend(
+            map_differences(&read_back(x), &read_back(y))
+                .into_iter()
+                .map(|d| Difference {
+                    field: format!("{} (the script's own, as run)", d.field),
+                    ..d
+                }),
+        );
     }
     out
 }

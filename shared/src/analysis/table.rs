@@ -6,6 +6,10 @@
 //! in the footnotes; an experiment of a kind from a newer format gets the
 //! plain columns of whatever it measured.
 
+mod settings;
+
+pub use settings::*;
+
 use crate::analysis::metric::*;
 use crate::analysis::summary::Summary;
 use crate::analysis::units::Unit;
@@ -176,79 +180,11 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
         .or_else(|| e.configurations.first().map(|c| c.id.clone()));
 
     let mut columns = Vec::new();
-    let mut rows: Vec<Row> = e
-        .configurations
-        .iter()
-        .map(|c| Row {
-            config_id: c.id.clone(),
-            label: c.label.clone(),
-            params: e
-                .swept
-                .iter()
-                .map(|p| {
-                    let v = c.params.get(p).map(|v| v.to_string());
-                    (p.clone(), v.unwrap_or_else(|| NOT_APPLICABLE.to_string()))
-                })
-                .collect(),
-            not_applicable: e
-                .swept
-                .iter()
-                .filter_map(|p| Some((p.clone(), c.not_applicable.get(p)?.clone())))
-                .collect(),
-            failure: c.failure.as_ref().map(failure_text),
-            cells: Vec::new(),
-        })
-        .collect();
-
+    let mut rows: Vec<Row> = e.configurations.iter().map(|c| row_of(e, c)).collect();
     for key in keys {
-        let summaries: Vec<Option<Summary>> = e
-            .configurations
-            .iter()
-            .map(|c| metric_summary(c, &key))
-            .collect();
-        let values: Vec<Option<f64>> = e
-            .configurations
-            .iter()
-            .map(|c| metric_value(c, &key))
-            .collect();
-        let present: Vec<f64> = values.iter().flatten().copied().collect();
-        let higher = key.metric.higher_is_better();
-        let ranked = key.metric.ranked();
-        let best = if higher {
-            present.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-        } else {
-            present.iter().copied().fold(f64::INFINITY, f64::min)
-        };
-        let base_value = baseline
-            .as_ref()
-            .and_then(|b| e.configurations.iter().position(|c| &c.id == b))
-            .and_then(|i| values[i]);
-        for (i, row) in rows.iter_mut().enumerate() {
-            let cell = match (summaries[i], values[i]) {
-                (Some(summary), Some(value)) => Some(Cell {
-                    summary,
-                    value,
-                    ratio_to_baseline: base_value.filter(|b| *b != 0.0).map(|b| value / b),
-                    best: ranked && value == best,
-                    closeness: if ranked {
-                        closeness(value, best, higher)
-                    } else {
-                        Closeness::Middle
-                    },
-                }),
-                _ => None,
-            };
-            row.cells.push(cell);
-        }
-        columns.push(Column {
-            heading: key.heading(),
-            unit: Unit::for_values(key.metric.quantity(), &present),
-            higher_is_better: higher,
-            explanation: key.metric.explanation(),
-            key,
-        });
+        columns.push(add_column(e, key, baseline.as_deref(), &mut rows));
     }
-
+    one_time_unit(&mut columns, &rows);
     // (An unknown experiment kind is said by its verdict, `unknown_kind_note`.)
     let notes = unknown_mode_note(e)
         .into_iter()
@@ -262,6 +198,142 @@ pub fn comparison_table(e: &Experiment, opts: &TableOptions) -> ComparisonTable 
         columns,
         rows,
         notes,
+    }
+}
+
+/// A configuration's row, without its cells yet.
+fn row_of(e: &Experiment, c: &crate::format::Configuration) -> Row {
+    Row {
+        config_id: c.id.clone(),
+        label: c.label.clone(),
+        params: e
+            .swept
+            .iter()
+            .map(|p| {
+                let v = c.params.get(p).map(|v| v.to_string());
+                (p.clone(), v.unwrap_or_else(|| NOT_APPLICABLE.to_string()))
+            })
+            .collect(),
+        not_applicable: e
+            .swept
+            .iter()
+            .filter_map(|p| Some((p.clone(), c.not_applicable.get(p)?.clone())))
+            .collect(),
+        failure: c.failure.as_ref().map(failure_text),
+        cells: Vec::new(),
+    }
+}
+
+/// The column of `key`: each row's cell pushed, ranked and set against the
+/// baseline's value.
+fn add_column(e: &Experiment, key: MetricKey, baseline: Option<&str>, rows: &mut [Row]) -> Column {
+    let summaries: Vec<Option<Summary>> = e
+        .configurations
+        .iter()
+        .map(|c| metric_summary(c, &key))
+        .collect();
+    let values: Vec<Option<f64>> = e
+        .configurations
+        .iter()
+        .map(|c| metric_value(c, &key))
+        .collect();
+    let present: Vec<f64> = values.iter().flatten().copied().collect();
+    let higher = key.metric.higher_is_better();
+    // A best is marked only where there is a choice: two values or more,
+    // not all equal.
+    let ranked = key.metric.ranked() && present.iter().any(|v| *v != present[0]);
+    let best = if higher {
+        present.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+    } else {
+        present.iter().copied().fold(f64::INFINITY, f64::min)
+    };
+    let base_value = baseline
+        .and_then(|b| e.configurations.iter().position(|c| c.id == b))
+        .and_then(|i| values[i]);
+    for (i, row) in rows.iter_mut().enumerate() {
+        let cell = match (summaries[i], values[i]) {
+            (Some(summary), Some(value)) => Some(Cell {
+                summary,
+                value,
+                ratio_to_baseline: base_value.filter(|b| *b != 0.0).map(|b| value / b),
+                best: ranked && value == best,
+                closeness: if ranked {
+                    closeness(value, best, higher)
+                } else {
+                    Closeness::Middle
+                },
+            }),
+            _ => None,
+        };
+        row.cells.push(cell);
+    }
+    Column {
+        heading: heading(e, &key),
+        unit: Unit::for_values(key.metric.quantity(), &present),
+        higher_is_better: higher,
+        explanation: key.metric.explanation(),
+        key,
+    }
+}
+
+/// A column's heading; an epoch column of runs that each span several
+/// epochs (a published table's "10 epochs: 32 s") says how many.
+fn heading(e: &Experiment, key: &MetricKey) -> String {
+    let h = key.heading();
+    match (key.metric, epochs_per_run(e)) {
+        (Metric::EpochS, Some(n)) => h.replacen("epoch", &format!("{n} epochs"), 1),
+        _ => h,
+    }
+}
+
+/// How many epochs each whole-run run spans, when more than one: the
+/// experiment states `epochs` and `samples` (per epoch) and every whole-run
+/// run counts `epochs × samples`.
+pub fn epochs_per_run(e: &Experiment) -> Option<i64> {
+    let int = |k: &str| match e.settings.get(k) {
+        Some(crate::format::ParamValue::Int(n)) => Some(*n),
+        _ => None,
+    };
+    let (epochs, samples) = (int("epochs")?, int("samples")?);
+    let mut runs = e
+        .configurations
+        .iter()
+        .flat_map(|c| &c.runs)
+        .filter_map(|r| r.whole_run.as_ref())
+        .peekable();
+    runs.peek()?;
+    (epochs > 1 && runs.all(|w| w.samples.map(|n| n as i64) == Some(epochs * samples)))
+        .then_some(epochs)
+}
+
+/// One time unit per table: every duration column in the unit of the
+/// columns' typical durations ([`Unit::for_columns`]; CPU time on the same
+/// scale), each value with three significant digits.
+fn one_time_unit(columns: &mut [Column], rows: &[Row]) {
+    let values = |i: usize| -> Vec<f64> {
+        rows.iter()
+            .filter_map(|r| r.cells.get(i)?.as_ref().map(|c| c.value))
+            .collect()
+    };
+    let of = |q: Quantity| -> Vec<usize> {
+        (0..columns.len())
+            .filter(|&i| columns[i].key.metric.quantity() == q)
+            .collect()
+    };
+    let (durations, cpu) = (of(Quantity::Duration), of(Quantity::CpuTime));
+    let typicals: Vec<f64> = durations
+        .iter()
+        .map(|&i| Unit::typical_of(&values(i)))
+        .collect();
+    if typicals.is_empty() {
+        return;
+    }
+    let time = Unit::for_columns(Quantity::Duration, &typicals);
+    let cpu_unit = Unit::for_columns(Quantity::CpuTime, &typicals);
+    for (cols, unit) in [(durations, time), (cpu, cpu_unit)] {
+        for i in cols {
+            columns[i].unit = unit.three_digits();
+        }
     }
 }
 
@@ -380,7 +452,8 @@ impl Cell {
 }
 
 impl Column {
-    /// The heading with the column's unit, e.g. `epoch (whole-run, steady) [s]`.
+    /// The heading with the column's unit, e.g. `epoch (whole-run, steady) [s]`;
+    /// a rate's heading says its unit already (`samples/s`).
     pub fn heading_with_unit(&self) -> String {
         match self.unit.suffix {
             "" | "/s" => self.heading.clone(),
@@ -430,125 +503,10 @@ impl ComparisonTable {
         }
         out
     }
-
-    /// The table as GitHub Markdown (medians, ratios to the baseline, best in bold).
-    pub fn to_markdown(&self) -> String {
-        let mut out = String::new();
-        out.push_str("| configuration |");
-        for c in &self.columns {
-            out.push_str(&format!(" {} |", c.heading_with_unit()));
-        }
-        out.push_str("\n|---|");
-        for _ in &self.columns {
-            out.push_str("---:|");
-        }
-        out.push('\n');
-        for r in &self.rows {
-            out.push_str(&format!("| {} |", escape_md(&r.label)));
-            for (cell, col) in r.cells.iter().zip(&self.columns) {
-                match cell {
-                    Some(cell) => {
-                        let mut t = cell.text(&col.unit, true);
-                        if let Some(ratio) = cell
-                            .ratio_to_baseline
-                            .filter(|_| Some(&r.config_id) != self.baseline.as_ref())
-                        {
-                            t.push_str(&format!(
-                                " ({})",
-                                crate::analysis::units::show_ratio(ratio)
-                            ));
-                        }
-                        if cell.best {
-                            t = format!("**{t}**");
-                        }
-                        out.push_str(&format!(" {t} |"));
-                    }
-                    None => out.push_str(" — |"),
-                }
-            }
-            if let Some(f) = &r.failure {
-                out.push_str(&format!(" {} |", escape_md(f)));
-            }
-            out.push('\n');
-        }
-        let footnotes = self.footnotes();
-        if !footnotes.is_empty() {
-            out.push('\n');
-            for f in footnotes {
-                out.push_str(&format!("{}  \n", escape_md(&f)));
-            }
-        }
-        out
-    }
-
-    /// The table as CSV: raw numbers in SI base units (seconds, bytes, /s).
-    pub fn to_csv(&self) -> String {
-        let mut out = String::from("configuration");
-        for p in self
-            .rows
-            .first()
-            .map(|r| r.params.clone())
-            .unwrap_or_default()
-        {
-            out.push(',');
-            out.push_str(&csv_field(&p.0));
-        }
-        for c in &self.columns {
-            let name = format!(
-                "{} {} {}",
-                c.key.metric.label(),
-                c.key.mode.as_str(),
-                c.key.phase.as_str()
-            );
-            for suffix in ["median", "min", "max", "n", "ratio_to_baseline"] {
-                out.push(',');
-                out.push_str(&csv_field(&format!("{name} {suffix}")));
-            }
-        }
-        out.push_str(",failure\n");
-        for r in &self.rows {
-            out.push_str(&csv_field(&r.label));
-            for p in &r.params {
-                out.push(',');
-                out.push_str(&csv_field(&p.1));
-            }
-            for cell in &r.cells {
-                match cell {
-                    Some(c) => out.push_str(&format!(
-                        ",{},{},{},{},{}",
-                        c.value,
-                        c.summary.min,
-                        c.summary.max,
-                        c.summary.n,
-                        c.ratio_to_baseline
-                            .map(|x| x.to_string())
-                            .unwrap_or_default()
-                    )),
-                    None => out.push_str(",,,,,"),
-                }
-            }
-            out.push(',');
-            out.push_str(&csv_field(r.failure.as_deref().unwrap_or("")));
-            out.push('\n');
-        }
-        out
-    }
 }
 
-fn escape_md(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
+mod export;
+pub use export::csv_field;
 
-/// Quote a CSV field when needed (RFC 4180); also defuse spreadsheet formulas.
-pub fn csv_field(s: &str) -> String {
-    let s = if s.starts_with(['=', '+', '-', '@']) && s.parse::<f64>().is_err() {
-        format!("'{s}")
-    } else {
-        s.to_string()
-    };
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s
-    }
-}
+#[cfg(test)]
+mod tests;

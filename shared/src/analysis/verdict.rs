@@ -331,7 +331,8 @@ fn config_name(e: &Experiment, c: &Configuration) -> String {
 
 fn rate_text(e: &Experiment, v: f64) -> String {
     if throughput_metric(e) == Metric::BytesPerS {
-        format!("{:.2} GB/s", v / 1e9)
+        // IEC, as every byte figure (units.rs).
+        crate::analysis::units::Unit::for_values(Metric::BytesPerS.quantity(), &[v]).show(v)
     } else {
         format!("{} samples/s", group_thousands(&format!("{v:.0}")))
     }

@@ -9,6 +9,12 @@
 //! `job-replay` (the loop with the loader free) and `job-verify` (the A/B
 //! pairs of `original` and `recommended`).
 
+mod answer;
+mod title;
+
+pub use answer::*;
+pub use title::*;
+
 use crate::analysis::metric::{Metric, MetricKey, metric_value, preferred_phase};
 use crate::format::{Bundle, Configuration, Experiment, ParamValue, ProcessMemory, TimingMode};
 

@@ -46,19 +46,30 @@ pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
     let n = pairs.len();
     let root = s.backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
+    let series = [("first (cold) epoch", COLD), ("steady epochs", SERIES_BLUE)];
+    let legend: Vec<LegendItem> = series
+        .iter()
+        .map(|(name, color)| LegendItem::new(*name, *color, Mark::Box))
+        .collect();
+    let y_desc = format!("epoch [{}] (whole-run)", unit.suffix);
+    let area = frame(
+        canvas,
+        &root,
+        "First epoch vs steady epochs (whole-run epoch time, median)",
+        &legend,
+        &["configuration", &y_desc],
+        dpr,
+    )?;
     let x_coord = AxisCoord::new(-0.6..n as f64 - 0.4, (0..n).map(|i| i as f64).collect());
     let y_coord = Axis::linear().coord(&values, true, None, unit.factor);
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(&area)
         .margin(px(12.0))
-        .caption(
-            "First epoch vs steady epochs (whole-run epoch time, median)",
-            font(15.0),
-        )
         .x_label_area_size(px(44.0))
         .y_label_area_size(px(70.0))
         .build_cartesian_2d(x_coord, y_coord)
         .map_err(err)?;
-    let labels: Vec<String> = pairs.iter().map(|(l, _, _)| l.clone()).collect();
+    let raw: Vec<String> = pairs.iter().map(|(l, _, _)| l.clone()).collect();
+    let labels = fit_labels(&raw, f64::from(canvas.client_width()));
     let x_fmt = |v: &f64| {
         let i = v.round();
         if (v - i).abs() < 1e-6 && i >= 0.0 {
@@ -67,43 +78,28 @@ pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
             String::new()
         }
     };
-    let y_fmt = |v: &f64| unit.number(*v);
+    let y_fmt = |v: &f64| short_number(*v * unit.factor);
     chart
         .configure_mesh()
         .disable_x_mesh()
         .light_line_style(WHITE)
         .bold_line_style(GRID)
         .x_desc("configuration")
-        .y_desc(format!("epoch [{}] (whole-run)", unit.suffix))
+        .y_desc(y_desc.as_str())
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .label_style(font(12.0))
         .axis_desc_style(font(12.0))
         .draw()
         .map_err(err)?;
-    for (k, (name, color)) in [("first (cold) epoch", COLD), ("steady epochs", SERIES_BLUE)]
-        .into_iter()
-        .enumerate()
-    {
+    for (k, (_, color)) in series.into_iter().enumerate() {
         chart
             .draw_series(pairs.iter().enumerate().filter_map(|(i, (_, a, b))| {
                 let v = if k == 0 { (*a)? } else { (*b)? };
                 let x0 = i as f64 - 0.32 + k as f64 * 0.32;
                 Some(Rectangle::new([(x0, 0.0), (x0 + 0.3, v)], color.filled()))
             }))
-            .map_err(err)?
-            .label(name)
-            .legend(move |(lx, ly)| {
-                Rectangle::new([(lx, ly - 5), (lx + 12, ly + 5)], color.filled())
-            });
+            .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(GRID)
-        .label_font(font(12.0))
-        .draw()
-        .map_err(err)?;
     root.present().map_err(err)
 }

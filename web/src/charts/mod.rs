@@ -95,6 +95,178 @@ impl Surface {
     }
 }
 
+/// How a legend entry is drawn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mark {
+    /// A line (a series).
+    Line,
+    /// A dashed line (a threshold).
+    Dashed,
+    /// A filled box (bars).
+    Box,
+    /// A short vertical stroke (a marker line, a min–max bar).
+    Tick,
+}
+
+/// One legend entry: drawn above the plot, never over it.
+#[derive(Debug, Clone)]
+pub struct LegendItem {
+    pub label: String,
+    pub color: RGBColor,
+    pub mark: Mark,
+}
+
+impl LegendItem {
+    pub fn new(label: impl Into<String>, color: RGBColor, mark: Mark) -> LegendItem {
+        LegendItem {
+            label: label.into(),
+            color,
+            mark,
+        }
+    }
+}
+
+type Area = DrawingArea<CanvasBackend, plotters::coord::Shift>;
+
+/// The canvas laid out: the caption on top, the legend in rows on its own
+/// strip under it, and the rest for the plot — so a legend never covers a
+/// line or a bar. The axes' titles go on the canvas as `data-axes` (for
+/// readers and the browser checks), in the words the chart draws them.
+pub fn frame(
+    canvas: &HtmlCanvasElement,
+    root: &Area,
+    caption: &str,
+    legend: &[LegendItem],
+    axes: &[&str],
+    dpr: f64,
+) -> Result<Area, String> {
+    let _ = canvas.set_attribute("data-axes", &axes.join(" | "));
+    let _ = canvas.set_attribute(
+        "data-legend",
+        &legend
+            .iter()
+            .map(|l| l.label.as_str())
+            .collect::<Vec<_>>()
+            .join(" | "),
+    );
+    titled_with_legend(root, caption, 15.0, legend, dpr)
+}
+
+/// [`frame`] without the canvas' attributes: a caption of `size` px, the
+/// legend's rows under it, the rest returned (a panel of several on one
+/// canvas).
+pub fn titled_with_legend(
+    root: &Area,
+    caption: &str,
+    size: f64,
+    legend: &[LegendItem],
+    dpr: f64,
+) -> Result<Area, String> {
+    let font = |v: f64| ("sans-serif", v * dpr).into_font();
+    let area = root.titled(caption, font(size)).map_err(err)?;
+    if legend.is_empty() {
+        return Ok(area);
+    }
+    let px = |v: f64| (v * dpr).round() as i32;
+    let (width, _) = area.dim_in_pixel();
+    let label_font = font(12.0);
+    let label_style: TextStyle = label_font.clone().into();
+    // Lay the entries out in rows, left to right.
+    let (mut x, mut row) = (px(70.0), 0);
+    let mut placed = Vec::new();
+    for item in legend {
+        let (w, _) = area
+            .estimate_text_size(&item.label, &label_style)
+            .map_err(err)?;
+        let span = px(22.0) + w as i32;
+        if x + span > width as i32 - px(12.0) && x > px(70.0) {
+            (x, row) = (px(70.0), row + 1);
+        }
+        placed.push((item, x, row));
+        x += span + px(18.0);
+    }
+    let strip = px(18.0) * (row + 1) + px(6.0);
+    let (top, rest) = area.split_vertically(strip);
+    for (item, x, row) in placed {
+        let y = px(9.0) + row * px(18.0);
+        draw_mark(&top, item, (x, y), dpr)?;
+        top.draw(&Text::new(
+            item.label.clone(),
+            (x + px(22.0), y - px(7.0)),
+            label_font.clone(),
+        ))
+        .map_err(err)?;
+    }
+    Ok(rest)
+}
+
+/// A legend entry's swatch at `(x, y)` (its vertical centre).
+fn draw_mark(area: &Area, item: &LegendItem, (x, y): (i32, i32), dpr: f64) -> ChartResult {
+    let px = |v: f64| (v * dpr).round() as i32;
+    let c = item.color;
+    let width = px(2.0).max(1) as u32;
+    match item.mark {
+        Mark::Line => area.draw(&PathElement::new(
+            vec![(x, y), (x + px(16.0), y)],
+            c.stroke_width(width),
+        )),
+        Mark::Dashed => {
+            for k in 0..3 {
+                let x0 = x + k * px(6.0);
+                area.draw(&PathElement::new(
+                    vec![(x0, y), (x0 + px(3.0), y)],
+                    c.stroke_width(width),
+                ))
+                .map_err(err)?;
+            }
+            Ok(())
+        }
+        Mark::Box => area.draw(&Rectangle::new(
+            [(x, y - px(5.0)), (x + px(14.0), y + px(5.0))],
+            c.filled(),
+        )),
+        Mark::Tick => area.draw(&PathElement::new(
+            vec![(x + px(7.0), y - px(6.0)), (x + px(7.0), y + px(6.0))],
+            c.stroke_width(width),
+        )),
+    }
+    .map_err(err)
+}
+
+/// A throughput axis' title: `samples/s` says its unit itself (never
+/// `samples/s [s]`); another metric gets its unit in brackets
+/// (`bandwidth [MiB/s]`).
+pub fn rate_title(
+    metric: stallscope_bundle::analysis::Metric,
+    unit: &stallscope_bundle::analysis::Unit,
+) -> String {
+    if unit.suffix == "/s" || unit.suffix.is_empty() {
+        metric.label().to_string()
+    } else {
+        format!("{} [{}]", metric.label(), unit.suffix)
+    }
+}
+
+/// Category labels cut with `…` to what fits under `n` bars side by side
+/// on a canvas `css_width` wide (12 px sans-serif: about 6.5 px a
+/// character), so neighbours never run into each other; the table beside
+/// the chart has the full labels.
+pub fn fit_labels(labels: &[String], css_width: f64) -> Vec<String> {
+    let n = labels.len().max(1) as f64;
+    let room = (((css_width - 100.0) / n) / 6.5).floor().max(6.0) as usize;
+    labels
+        .iter()
+        .map(|l| {
+            if l.chars().count() <= room {
+                l.clone()
+            } else {
+                let cut: String = l.chars().take(room - 1).collect();
+                format!("{}…", cut.trim_end())
+            }
+        })
+        .collect()
+}
+
 /// Turn any plotters error into text.
 pub fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("drawing failed: {e:?}")
@@ -262,6 +434,24 @@ mod tests {
         );
         let a = Axis::for_values(&[32.0, 8192.0]);
         assert!((a.back(a.fwd(1024.0)) - 1024.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn category_labels_fit_their_bars() {
+        let labels: Vec<String> = [
+            "native, in loop (0 workers)",
+            "spdl, concurrency 2 (processes)",
+        ]
+        .map(String::from)
+        .to_vec();
+        let wide = fit_labels(&labels, 1100.0);
+        assert_eq!(wide, labels);
+        let narrow = fit_labels(
+            &[labels.clone(), labels.clone(), labels.clone(), labels].concat(),
+            1100.0,
+        );
+        assert!(narrow.iter().all(|l| l.chars().count() <= 19), "{narrow:?}");
+        assert!(narrow[0].ends_with('…'));
     }
 
     #[test]

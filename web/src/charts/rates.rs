@@ -44,23 +44,38 @@ pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
     let n = bars.len();
     let root = s.backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
+    let caption = format!(
+        "Whole-run {} per configuration ({} epochs)",
+        metric.label(),
+        preferred_phase(e).as_str()
+    );
+    let y_desc = format!("{} (whole-run)", rate_title(metric, &unit));
+    let mut legend = vec![LegendItem::new(
+        format!("{} (median)", metric.label()),
+        SERIES_BLUE,
+        Mark::Box,
+    )];
+    if bars.iter().any(|b| b.2 < b.3) {
+        legend.push(LegendItem::new("min–max of the repeats", BLACK, Mark::Tick));
+    }
+    let area = frame(
+        canvas,
+        &root,
+        &caption,
+        &legend,
+        &["configuration", &y_desc],
+        dpr,
+    )?;
     let x_coord = AxisCoord::new(-0.6..n as f64 - 0.4, (0..n).map(|i| i as f64).collect());
     let y_coord = Axis::linear().coord(&values, true, None, unit.factor);
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(&area)
         .margin(px(12.0))
-        .caption(
-            format!(
-                "Whole-run {} per configuration ({} epochs)",
-                metric.label(),
-                preferred_phase(e).as_str()
-            ),
-            font(15.0),
-        )
         .x_label_area_size(px(44.0))
         .y_label_area_size(px(70.0))
         .build_cartesian_2d(x_coord, y_coord)
         .map_err(err)?;
-    let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+    let raw: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+    let labels = fit_labels(&raw, f64::from(canvas.client_width()));
     let x_fmt = |v: &f64| {
         let i = v.round();
         if (v - i).abs() < 1e-6 && i >= 0.0 {
@@ -76,11 +91,7 @@ pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
         .light_line_style(WHITE)
         .bold_line_style(GRID)
         .x_desc("configuration")
-        .y_desc(format!(
-            "{} [{}] (whole-run)",
-            metric.label(),
-            unit.suffix.trim_start_matches('/')
-        ))
+        .y_desc(y_desc.as_str())
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .label_style(font(12.0))
@@ -95,9 +106,7 @@ pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
                 SERIES_BLUE.mix(0.85).filled(),
             )
         }))
-        .map_err(err)?
-        .label(format!("{} (median)", metric.label()))
-        .legend(|(lx, ly)| Rectangle::new([(lx, ly - 5), (lx + 12, ly + 5)], SERIES_BLUE.filled()));
+        .map_err(err)?;
     chart
         .draw_series(
             bars.iter()
@@ -114,16 +123,6 @@ pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
                     )
                 }),
         )
-        .map_err(err)?
-        .label("min–max of the repeats")
-        .legend(|(lx, ly)| PathElement::new(vec![(lx + 6, ly - 6), (lx + 6, ly + 6)], BLACK));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(GRID)
-        .label_font(font(12.0))
-        .draw()
         .map_err(err)?;
     root.present().map_err(err)
 }

@@ -50,22 +50,37 @@ pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
     let n = bars.len();
     let root = s.backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
+    // Comm only for ranked runs (a single process has none).
+    let with_comm = bars.iter().any(|(_, v)| v[3] > 0.0);
+    let legend: Vec<LegendItem> = STAGES
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| *k != 3 || with_comm)
+        .map(|(_, (_, name, color))| LegendItem::new(*name, *color, Mark::Box))
+        .collect();
+    let caption = format!(
+        "Stage breakdown per step — diagnostic — synchronized at every stage ({} epochs)",
+        preferred_phase(e).as_str()
+    );
+    let y_desc = format!("mean time per step [{}] (diagnostic)", unit.suffix);
+    let area = frame(
+        canvas,
+        &root,
+        &caption,
+        &legend,
+        &["configuration", &y_desc],
+        dpr,
+    )?;
     let x_coord = AxisCoord::new(-0.6..n as f64 - 0.4, (0..n).map(|i| i as f64).collect());
     let y_coord = Axis::linear().coord(&totals, true, None, unit.factor);
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(&area)
         .margin(px(12.0))
-        .caption(
-            format!(
-                "Stage breakdown per step — diagnostic — synchronized at every stage ({} epochs)",
-                preferred_phase(e).as_str()
-            ),
-            font(15.0),
-        )
         .x_label_area_size(px(44.0))
         .y_label_area_size(px(70.0))
         .build_cartesian_2d(x_coord, y_coord)
         .map_err(err)?;
-    let labels: Vec<String> = bars.iter().map(|(l, _)| l.clone()).collect();
+    let raw: Vec<String> = bars.iter().map(|(l, _)| l.clone()).collect();
+    let labels = fit_labels(&raw, f64::from(canvas.client_width()));
     let x_fmt = |v: &f64| {
         let i = v.round();
         if (v - i).abs() < 1e-6 && i >= 0.0 {
@@ -74,23 +89,21 @@ pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
             String::new()
         }
     };
-    let y_fmt = |v: &f64| unit.number(*v);
+    let y_fmt = |v: &f64| short_number(*v * unit.factor);
     chart
         .configure_mesh()
         .disable_x_mesh()
         .light_line_style(WHITE)
         .bold_line_style(GRID)
         .x_desc("configuration")
-        .y_desc(format!("mean time per step [{}] (diagnostic)", unit.suffix))
+        .y_desc(y_desc.as_str())
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .label_style(font(12.0))
         .axis_desc_style(font(12.0))
         .draw()
         .map_err(err)?;
-    // Comm only for ranked runs (a single process has none).
-    let with_comm = bars.iter().any(|(_, v)| v[3] > 0.0);
-    for (k, (_, name, color)) in STAGES.iter().enumerate() {
+    for (k, (_, _, color)) in STAGES.iter().enumerate() {
         if k == 3 && !with_comm {
             continue;
         }
@@ -101,19 +114,7 @@ pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
                 let x = i as f64;
                 Rectangle::new([(x - 0.3, base), (x + 0.3, base + v[k])], color.filled())
             }))
-            .map_err(err)?
-            .label(*name)
-            .legend(move |(lx, ly)| {
-                Rectangle::new([(lx, ly - 5), (lx + 12, ly + 5)], color.filled())
-            });
+            .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(GRID)
-        .label_font(font(12.0))
-        .draw()
-        .map_err(err)?;
     root.present().map_err(err)
 }

@@ -185,42 +185,107 @@ pub fn draw(canvas: &HtmlCanvasElement, e: &Experiment) -> ChartResult {
     // `s.backend` moved; keep the scale.
     let d = Scale(s.dpr);
     root.fill(&WHITE).map_err(err)?;
-    let mut chart = chart(&root, &plot, d)?;
-    draw_axes(&mut chart, &plot, d)?;
-    // Sweet spot first, so the series draw over it.
-    if let Some(spot) = sweet_spot(e, DEFAULT_SWEET_SPOT_THRESHOLD) {
-        draw_sweet_spot(&mut chart, &plot, &spot, d)?;
-    }
+    let spot = sweet_spot(e, DEFAULT_SWEET_SPOT_THRESHOLD);
     let groups = grouped_points(e);
     let single = groups.len() == 1;
-    for (k, (group, pts)) in groups.iter().enumerate() {
-        let label = if single {
-            format!("{} (median, min–max)", plot.metric.label())
-        } else {
-            format!("{}: {group}", plot.metric.label())
-        };
-        draw_group(&mut chart, &plot, pts, PALETTE[k % PALETTE.len()], label, d)?;
+    let labels: Vec<String> = groups
+        .iter()
+        .map(|(group, _)| {
+            if single {
+                format!("{} (median, min–max)", plot.metric.label())
+            } else {
+                format!("{}: {group}", plot.metric.label())
+            }
+        })
+        .collect();
+    let legend = legend(&plot, spot.as_ref(), &labels);
+    let (x_desc, y_desc, m_desc) = descriptions(&plot);
+    let caption = format!(
+        "Whole-run throughput vs {} ({} epochs)",
+        plot.param,
+        plot.phase.as_str()
+    );
+    let mut axes = vec![x_desc.as_str(), y_desc.as_str()];
+    if !plot.memory.points.is_empty() {
+        axes.push(m_desc.as_str());
+    }
+    let area = frame(canvas, &root, &caption, &legend, &axes, s.dpr)?;
+    let mut chart = chart(&area, &plot, d)?;
+    draw_axes(&mut chart, &plot, (&x_desc, &y_desc, &m_desc), d)?;
+    // Sweet spot first, so the series draw over it.
+    if let Some(spot) = &spot {
+        draw_sweet_spot(&mut chart, &plot, spot, d)?;
+    }
+    for (k, (_, pts)) in groups.iter().enumerate() {
+        draw_group(&mut chart, &plot, pts, PALETTE[k % PALETTE.len()], d)?;
+    }
+    if !plot.memory.points.is_empty() {
+        draw_memory(&mut chart, &plot, single, d)?;
+    }
+    root.present().map_err(err)
+}
+
+/// The legend, in drawing order: the sweet spot, the series, memory.
+fn legend(plot: &Plot, spot: Option<&SweetSpot>, labels: &[String]) -> Vec<LegendItem> {
+    let mut out = Vec::new();
+    if let Some(spot) = spot {
+        out.push(LegendItem::new(
+            format!(
+                "sweet spot: {} {} ({:.0}% of best)",
+                plot.param,
+                spot.value,
+                spot.fraction_of_best * 100.0
+            ),
+            SWEET_GREEN,
+            Mark::Tick,
+        ));
+        out.push(LegendItem::new(
+            format!("{:.0}% of the best", spot.threshold * 100.0),
+            SWEET_GREEN,
+            Mark::Dashed,
+        ));
+    }
+    for (k, label) in labels.iter().enumerate() {
+        out.push(LegendItem::new(
+            label.clone(),
+            PALETTE[k % PALETTE.len()],
+            Mark::Line,
+        ));
     }
     if let Some(m) = plot
         .memory
         .metric
         .filter(|_| !plot.memory.points.is_empty())
     {
-        draw_memory(&mut chart, &plot, m, single, d)?;
+        out.push(LegendItem::new(
+            format!("{} (right axis)", m.label()),
+            MEMORY_ORANGE,
+            Mark::Line,
+        ));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(GRID)
-        .label_font(d.font(12.0))
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)
+    out
 }
 
-/// The chart's frame: caption, label areas (a right one for memory) and
-/// both coordinate systems.
+/// The axes' titles: x, the rate (its label says its unit: no `[s]`), memory.
+fn descriptions(plot: &Plot) -> (String, String, String) {
+    let x = format!(
+        "{}{}",
+        plot.param,
+        if plot.x_axis.log { " (log scale)" } else { "" }
+    );
+    let y = format!("{} (whole-run)", rate_title(plot.metric, &plot.rate_unit));
+    let mem = &plot.memory;
+    let m = format!(
+        "{} [{}]{}",
+        mem.metric.map(|m| m.label()).unwrap_or(""),
+        mem.unit.suffix,
+        if mem.axis.log { " (log)" } else { "" }
+    );
+    (x, y, m)
+}
+
+/// The chart's frame: label areas (a right one for memory) and both
+/// coordinate systems, under the caption and legend of [`frame`].
 fn chart<'a>(
     root: &'a DrawingArea<CanvasBackend, Shift>,
     plot: &Plot,
@@ -231,14 +296,6 @@ fn chart<'a>(
     let y_coord = Axis::linear().coord(&plot.rates, true, None, plot.rate_unit.factor);
     Ok(ChartBuilder::on(root)
         .margin(d.px(12.0))
-        .caption(
-            format!(
-                "Whole-run throughput vs {} ({} epochs)",
-                plot.param,
-                plot.phase.as_str()
-            ),
-            d.font(15.0),
-        )
         .x_label_area_size(d.px(44.0))
         .y_label_area_size(d.px(70.0))
         .right_y_label_area_size(if mem.points.is_empty() { 0 } else { d.px(70.0) })
@@ -252,23 +309,15 @@ fn chart<'a>(
 }
 
 /// The mesh, both axes' labels and, with memory, the right axis.
-fn draw_axes(chart: &mut Chart, plot: &Plot, d: Scale) -> ChartResult {
+fn draw_axes(chart: &mut Chart, plot: &Plot, desc: (&str, &str, &str), d: Scale) -> ChartResult {
     let x_fmt = |v: &f64| short_number(plot.x_axis.back(*v));
     let y_fmt = |v: &f64| short_number(*v * plot.rate_unit.factor);
     chart
         .configure_mesh()
         .light_line_style(WHITE)
         .bold_line_style(GRID)
-        .x_desc(format!(
-            "{}{}",
-            plot.param,
-            if plot.x_axis.log { " (log scale)" } else { "" }
-        ))
-        .y_desc(format!(
-            "{} [{}] (whole-run)",
-            plot.metric.label(),
-            plot.rate_unit.suffix.trim_start_matches('/')
-        ))
+        .x_desc(desc.0)
+        .y_desc(desc.1)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .label_style(d.font(12.0))
@@ -280,12 +329,7 @@ fn draw_axes(chart: &mut Chart, plot: &Plot, d: Scale) -> ChartResult {
         let m_fmt = |v: &f64| short_number(mem.axis.back(*v) * mem.unit.factor);
         chart
             .configure_secondary_axes()
-            .y_desc(format!(
-                "{} [{}]{}",
-                mem.metric.map(|m| m.label()).unwrap_or(""),
-                mem.unit.suffix,
-                if mem.axis.log { " (log)" } else { "" }
-            ))
+            .y_desc(desc.2)
             .y_label_formatter(&m_fmt)
             .label_style(d.font(12.0))
             .axis_desc_style(d.font(12.0))
@@ -305,19 +349,7 @@ fn draw_sweet_spot(chart: &mut Chart, plot: &Plot, spot: &SweetSpot, d: Scale) -
             vec![(x, 0.0), (x, top)],
             SWEET_GREEN.stroke_width(d.px(2.0)),
         )))
-        .map_err(err)?
-        .label(format!(
-            "sweet spot: {} {} ({:.0}% of best)",
-            plot.param,
-            spot.value,
-            spot.fraction_of_best * 100.0
-        ))
-        .legend(move |(lx, ly)| {
-            PathElement::new(
-                vec![(lx, ly - 6), (lx, ly + 6)],
-                SWEET_GREEN.stroke_width(2),
-            )
-        });
+        .map_err(err)?;
     let threshold = spot.threshold * spot.best_rate;
     chart
         .draw_series(DashedLineSeries::new(
@@ -329,22 +361,16 @@ fn draw_sweet_spot(chart: &mut Chart, plot: &Plot, spot: &SweetSpot, d: Scale) -
             d.px(4.0),
             SWEET_GREEN.mix(0.6).stroke_width(d.px(1.0)),
         ))
-        .map_err(err)?
-        .label(format!("{:.0}% of the best", spot.threshold * 100.0))
-        .legend(move |(lx, ly)| {
-            PathElement::new(vec![(lx, ly), (lx + 16, ly)], SWEET_GREEN.mix(0.6))
-        });
+        .map_err(err)?;
     Ok(())
 }
 
-/// One series: min–max bars, the median line (in the legend as `label`)
-/// and its points.
+/// One series: min–max bars, the median line and its points.
 fn draw_group(
     chart: &mut Chart,
     plot: &Plot,
     pts: &[Point],
     color: RGBColor,
-    label: String,
     d: Scale,
 ) -> ChartResult {
     let x_axis = &plot.x_axis;
@@ -365,11 +391,7 @@ fn draw_group(
             pts.iter().map(|p| (x_axis.fwd(p.0), p.1)),
             color.stroke_width(d.px(2.0)),
         ))
-        .map_err(err)?
-        .label(label)
-        .legend(move |(lx, ly)| {
-            PathElement::new(vec![(lx, ly), (lx + 16, ly)], color.stroke_width(2))
-        });
+        .map_err(err)?;
     chart
         .draw_series(
             pts.iter()
@@ -379,10 +401,10 @@ fn draw_group(
     Ok(())
 }
 
-/// Peak memory `m` on the right axis: its points, and a line through them
+/// Peak memory on the right axis: its points, and a line through them
 /// when there is one series (with several, one line would zigzag between
 /// them).
-fn draw_memory(chart: &mut Chart, plot: &Plot, m: Metric, single: bool, d: Scale) -> ChartResult {
+fn draw_memory(chart: &mut Chart, plot: &Plot, single: bool, d: Scale) -> ChartResult {
     let (x_axis, mem) = (&plot.x_axis, &plot.memory);
     let line = if single {
         mem.points.clone()
@@ -394,11 +416,7 @@ fn draw_memory(chart: &mut Chart, plot: &Plot, m: Metric, single: bool, d: Scale
             line.iter().map(|p| (x_axis.fwd(p.0), mem.axis.fwd(p.1))),
             MEMORY_ORANGE.stroke_width(d.px(2.0)),
         ))
-        .map_err(err)?
-        .label(format!("{} (right axis)", m.label()))
-        .legend(|(lx, ly)| {
-            PathElement::new(vec![(lx, ly), (lx + 16, ly)], MEMORY_ORANGE.stroke_width(2))
-        });
+        .map_err(err)?;
     chart
         .draw_secondary_series(mem.points.iter().map(|p| {
             TriangleMarker::new(

@@ -165,6 +165,11 @@ pub fn draw(canvas: &HtmlCanvasElement, c: &Configuration) -> ChartResult {
         .max()
         .unwrap_or(1) as f64
         / 1e3;
+    let axes: Vec<String> = panels
+        .iter()
+        .map(|(title, q, _)| format!("{title} [{}]", panel_unit(*q, &[]).suffix))
+        .collect();
+    let _ = canvas.set_attribute("data-axes", &axes.join(" | "));
     let areas = root.split_evenly((panels.len(), 1));
     for (area, (title, quantity, lines)) in areas.iter().zip(&panels) {
         panel(area, dpr, t_end, title, *quantity, lines)?;
@@ -183,19 +188,16 @@ fn panel(
     let px = |v: f64| (v * dpr).round() as u32;
     let font = |v: f64| ("sans-serif", v * dpr).into_font();
     let values: Vec<f64> = lines.iter().flat_map(|l| l.2.iter().map(|p| p.1)).collect();
-    let unit = match quantity {
-        Quantity::Bytes => Unit::for_values(Quantity::Bytes, &values),
-        _ => Unit {
-            suffix: "",
-            factor: 1.0,
-            decimals: 1,
-        },
-    };
+    let unit = panel_unit(quantity, &values);
+    let legend: Vec<LegendItem> = lines
+        .iter()
+        .map(|(label, color, _)| LegendItem::new(label.clone(), *color, Mark::Line))
+        .collect();
+    let area = titled_with_legend(area, title, 13.0, &legend, dpr)?;
     let x = Axis::linear().coord(&[0.0, t_end.max(1e-3)], true, None, 1.0);
     let y = Axis::linear().coord(&values, true, None, unit.factor);
-    let mut chart = ChartBuilder::on(area)
+    let mut chart = ChartBuilder::on(&area)
         .margin(px(8.0))
-        .caption(title, font(13.0))
         .x_label_area_size(px(28.0))
         .y_label_area_size(px(64.0))
         .build_cartesian_2d(x, y)
@@ -219,27 +221,28 @@ fn panel(
         .axis_desc_style(font(11.0))
         .draw()
         .map_err(err)?;
-    for (label, color, pts) in lines {
-        let color = *color;
+    for (_, color, pts) in lines {
         chart
             .draw_series(LineSeries::new(
                 pts.iter().copied(),
                 color.stroke_width(px(1.5).max(1)),
             ))
-            .map_err(err)?
-            .label(label.clone())
-            .legend(move |(lx, ly)| {
-                PathElement::new([(lx, ly), (lx + 14, ly)], color.stroke_width(2))
-            });
+            .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(GRID)
-        .label_font(font(11.0))
-        .draw()
-        .map_err(err)
+    Ok(())
+}
+
+/// A panel's unit: bytes in IEC units, anything else as counted.
+fn panel_unit(quantity: Quantity, values: &[f64]) -> Unit {
+    match quantity {
+        Quantity::Bytes => Unit::for_values(Quantity::Bytes, values),
+        _ => Unit {
+            suffix: "",
+            factor: 1.0,
+            decimals: 1,
+            significant: None,
+        },
+    }
 }
 
 #[cfg(test)]

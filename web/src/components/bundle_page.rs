@@ -4,7 +4,7 @@
 //! bundle's ranks.
 
 use leptos::prelude::*;
-use stallscope_bundle::analysis::verdict_in;
+use stallscope_bundle::analysis::{bundle_title, show_created, verdict_in};
 use stallscope_bundle::{Bundle, RunState};
 
 use crate::components::environment::Environment;
@@ -43,9 +43,9 @@ fn bundle_view(b: std::sync::Arc<Bundle>) -> impl IntoView {
     .to_hash();
     view! {
         <article class="bundle-page">
-            <h1 class="bundle-title">{b.title.clone()}</h1>
+            <h1 class="bundle-title">{bundle_title(&b)}</h1>
             <p class="meta"><Provenance bundle=b.clone()/></p>
-            <p class="meta muted">{format!("id {} · created {}", b.id, b.created_at)}</p>
+            <p class="meta muted">{format!("id {} · created {}", b.id, show_created(&b.created_at))}</p>
             {status.map(|s| view! { <p class="warning">{s} " " {status_message.clone()}</p> })}
             <p><a href=how>"How to read this report"</a></p>
             <YourJob bundle=b.clone()/>
@@ -60,7 +60,12 @@ fn bundle_view(b: std::sync::Arc<Bundle>) -> impl IntoView {
                             <div class="experiment-card">
                                 <h3><a class="experiment-link" href=href>{e.title.clone()}</a></h3>
                                 <p class="muted">
-                                    {format!("{} · {} configurations", e.kind.as_str(), e.configurations.len())}
+                                    {format!(
+                                        "{} · {} configuration{}",
+                                        e.kind.as_str(),
+                                        e.configurations.len(),
+                                        if e.configurations.len() == 1 { "" } else { "s" }
+                                    )}
                                 </p>
                                 {match v {
                                     Some(v) => view! {

@@ -63,7 +63,7 @@ pub fn ComparisonTable(
                 <table class="comparison-table">
                     <thead>
                         <tr>
-                            <th class="sortable" tabindex="0" aria-sort=aria_sort(&view.sort, None) on:click=move |_| sort_first(None, false)>
+                            <th class="sortable config-head" tabindex="0" aria-sort=aria_sort(&view.sort, None) on:click=move |_| sort_first(None, false)>
                                 {format!("configuration{}", sort_arrow(&view.sort, None))}
                             </th>
                             {param_heads}
@@ -160,7 +160,7 @@ fn table_tools(
                 "Baseline: "
                 <select id="baseline" on:change=pick_baseline>{options}</select>
             </label>
-            " ratios are to the baseline; ★ marks the best of each column; (! N%) flags a spread over 10%. "
+            " ratios are to the baseline; ★ marks the best of a column where there is a choice; (! N%) flags a spread over 10%; the table scrolls sideways with the configuration fixed. "
             <button class="export-csv" on:click=move |_| if let Err(e) = download_text(&csv_name, "text/csv", &csv) { export_error.set(Some(e)) }>"CSV"</button>
             <button class="export-md" on:click=move |_| if let Err(e) = download_text(&md_name, "text/markdown", &md) { export_error.set(Some(e)) }>"Markdown"</button>
             {move || export_error.get().map(|e| view! { <span class="warning">{e}</span> })}
@@ -181,11 +181,7 @@ fn metric_heads<F: Fn(Option<usize>, bool) + Clone + 'static>(
         .map(|(i, c)| {
             let sort_by = sort_by.clone();
             let hib = c.higher_is_better;
-            let unit = if c.unit.suffix.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", c.unit.suffix)
-            };
+            let heading = c.heading_with_unit();
             view! {
                 <th
                     class="metric-head sortable"
@@ -204,7 +200,7 @@ fn metric_heads<F: Fn(Option<usize>, bool) + Clone + 'static>(
                         }
                     }
                 >
-                    {format!("{}{unit}{}", c.heading, sort_arrow(sort, Some(i)))}
+                    {format!("{heading}{}", sort_arrow(sort, Some(i)))}
                     <span class="help" aria-label=c.explanation>"?"</span>
                 </th>
             }

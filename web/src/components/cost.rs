@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use leptos::prelude::*;
-use stallscope_bundle::analysis::{CostSummary, cost_summary, cost_verdict, show_bytes};
+use stallscope_bundle::analysis::{
+    CostSummary, Quantity, Unit, cost_summary, cost_verdict, show_bytes,
+};
 use stallscope_bundle::{Bundle, CpuPartKind, Run, TimingMode};
 
 /// Median of a summary, shown with `decimals`.
@@ -50,6 +52,13 @@ pub fn Cost(bundle: Arc<Bundle>, experiment: usize) -> impl IntoView {
     }
     let verdict = cost_verdict(e);
     let phase = rows[0].2.phase.as_str();
+    // One CPU-time unit for the column, as the comparison table has.
+    let cpu: Vec<f64> = rows
+        .iter()
+        .filter_map(|(_, _, s)| s.cpu_s_per_1000_samples.as_ref().map(|x| x.median))
+        .collect();
+    let cpu_unit = Unit::for_values(Quantity::CpuTime, &cpu).three_digits();
+    let cpu_head = format!("CPU per 1,000 samples [{}]", cpu_unit.suffix);
     let parts = e.configurations.iter().find_map(|c| {
         let r = parts_run(&c.runs)?;
         Some((c.label.clone(), r.id.clone(), r.rank, r.cost.clone()?))
@@ -58,33 +67,35 @@ pub fn Cost(bundle: Arc<Bundle>, experiment: usize) -> impl IntoView {
         <section class="cost">
             <h2>{format!("Cost — whole-run, {phase} epochs")}</h2>
             {verdict.map(|v| view! { <p class="verdict cost-verdict">{v}</p> })}
-            <table class="cost-table">
-                <thead>
-                    <tr>
-                        <th>"configuration"</th>
-                        <th>"CPU-s per 1,000 samples"</th>
-                        <th>"cores busy (CPU-s ÷ wall s)"</th>
-                        <th>"host CPU, sampled mean [cores]"</th>
-                        <th>"peak RSS, all processes"</th>
-                        <th>"GPU utilisation, sampled mean"</th>
-                    </tr>
-                </thead>
-                <tbody>
-                    {rows
-                        .into_iter()
-                        .map(|(id, label, s)| view! {
-                            <tr data-config=id>
-                                <th>{label}</th>
-                                <td class="cell">{median(&s.cpu_s_per_1000_samples, 3)}</td>
-                                <td class="cell">{median(&s.cpu_cores_mean, 2)}</td>
-                                <td class="cell">{opt(s.host_cpu_mean_cores, |v| format!("{v:.2}"))}</td>
-                                <td class="cell">{opt(s.peak_rss_all_bytes, show_bytes)}</td>
-                                <td class="cell">{opt(s.gpu_utilization_mean_percent, |v| format!("{v:.0}%"))}</td>
-                            </tr>
-                        })
-                        .collect_view()}
-                </tbody>
-            </table>
+            <div class="table-scroll">
+                <table class="cost-table">
+                    <thead>
+                        <tr>
+                            <th>"configuration"</th>
+                            <th>{cpu_head}</th>
+                            <th>"cores busy (CPU-s ÷ wall s)"</th>
+                            <th>"host CPU, sampled mean [cores]"</th>
+                            <th>"peak RSS, all processes"</th>
+                            <th>"GPU utilisation, sampled mean"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {rows
+                            .into_iter()
+                            .map(|(id, label, s)| view! {
+                                <tr data-config=id>
+                                    <th>{label}</th>
+                                    <td class="cell">{opt(s.cpu_s_per_1000_samples.as_ref().map(|x| x.median), |v| cpu_unit.number(v))}</td>
+                                    <td class="cell">{median(&s.cpu_cores_mean, 2)}</td>
+                                    <td class="cell">{opt(s.host_cpu_mean_cores, |v| format!("{v:.2}"))}</td>
+                                    <td class="cell">{opt(s.peak_rss_all_bytes, show_bytes)}</td>
+                                    <td class="cell">{opt(s.gpu_utilization_mean_percent, |v| format!("{v:.0}%"))}</td>
+                                </tr>
+                            })
+                            .collect_view()}
+                    </tbody>
+                </table>
+            </div>
             <p class="muted">"Medians over the repeats. Utilisation is NVML's share of time any kernel ran: a clue, not a throughput — a higher one without a shorter epoch is not an improvement."</p>
             {parts.map(|(label, run, rank, cost)| view! {
                 <details class="cost-parts">

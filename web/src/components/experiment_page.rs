@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use stallscope_bundle::OpenEnum;
-use stallscope_bundle::analysis::{show_percent, stall_attribution, verdict_in};
+use stallscope_bundle::analysis::{
+    SettingsView, bundle_title, settings_view, show_percent, stall_attribution, verdict_in,
+};
 use stallscope_bundle::{Bundle, Experiment};
 use web_sys::HtmlCanvasElement;
 
@@ -91,11 +93,7 @@ fn heading(b: &Arc<Bundle>, index: usize) -> impl IntoView + use<> {
     // A kind from a newer format: the verdict says so, with the bundle's version.
     let newer = e.kind.unknown().is_some();
     let v = verdict_in(e, b.schema_version);
-    let settings: Vec<(String, String)> = e
-        .settings
-        .iter()
-        .map(|(k, v)| (k.clone(), v.to_string()))
-        .collect();
+    let settings = settings_view(e);
     let bundle_href = Route::Bundle {
         bundle: b.id.clone(),
     }
@@ -103,23 +101,43 @@ fn heading(b: &Arc<Bundle>, index: usize) -> impl IntoView + use<> {
     view! {
         <nav class="crumbs">
             <a href=Route::Library.to_hash()>"library"</a> " › "
-            <a href=bundle_href>{b.title.clone()}</a> " › "
+            <a href=bundle_href>{bundle_title(b)}</a> " › "
             <span>{e.title.clone()}</span>
         </nav>
         <h1 class="experiment-title">{e.title.clone()}</h1>
         <p class="meta"><Provenance bundle=b.clone() compact=true/></p>
         {e.description.clone().map(|d| view! { <p class="description">{d}</p> })}
         {e.not_applicable.clone().map(|r| view! { <p class="warning">"Not applicable here: " {r}</p> })}
-        {(!settings.is_empty()).then(|| view! {
-            <p class="settings">
-                {settings.into_iter().map(|(k, v)| view! { <span class="setting"><b>{k}</b> " " {v}</span> }).collect_view()}
-            </p>
-        })}
+        {settings_box(settings)}
         {v.map(|v| view! {
             <div class="verdict-box" class:newer-format=newer>
                 <p class="verdict">{v.headline}</p>
                 <p class="verdict-figure">"Rests on: " {v.figure} {v.mode.map(|m| format!(" [{}]", m.label()))}</p>
             </div>
+        })}
+    }
+}
+
+/// What differs between the configurations, in a line; everything they
+/// share folded under it, rounded.
+fn settings_box(s: SettingsView) -> impl IntoView {
+    let shared = s.shared.len();
+    view! {
+        {(!s.differ.is_empty()).then(|| view! {
+            <p class="settings-differ-line">
+                <b>"What differs between the configurations: "</b>
+                {s.differ.into_iter().map(|(k, values)| view! {
+                    <span class="setting"><b>{k}</b> " " {values.join(", ")}</span>
+                }).collect_view()}
+            </p>
+        })}
+        {(shared > 0).then(|| view! {
+            <details class="settings">
+                <summary>{format!("Settings every configuration shares ({shared})")}</summary>
+                <dl class="settings-list">
+                    {s.shared.into_iter().map(|(k, v)| view! { <dt>{k}</dt> <dd>{v}</dd> }).collect_view()}
+                </dl>
+            </details>
         })}
     }
 }

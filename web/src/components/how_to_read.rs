@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use stallscope_bundle::analysis::{
-    DEFAULT_SWEET_SPOT_THRESHOLD, Metric, MetricKey, barrier_overhead, group_thousands,
-    metric_value, show_bytes, show_percent, sweet_spot,
+    DEFAULT_SWEET_SPOT_THRESHOLD, Metric, MetricKey, barrier_overhead, bundle_title,
+    group_thousands, metric_value, show_bytes, show_percent, sweet_spot,
 };
 use stallscope_bundle::{Bundle, Phase, TimingMode};
 
@@ -33,7 +33,8 @@ fn rate(r: f64) -> String {
     format!("{} samples/s", group_thousands(&format!("{r:.0}")))
 }
 
-fn page(b: Arc<Bundle>) -> impl IntoView {
+/// The barriers' cost in this bundle: its first configuration measured in both modes.
+fn barrier_text(b: &Bundle) -> String {
     // The first configuration with both modes gives the barrier figure.
     let overhead = b.experiments.iter().find_map(|e| {
         e.configurations.iter().find_map(|c| {
@@ -43,25 +44,7 @@ fn page(b: Arc<Bundle>) -> impl IntoView {
                 .map(|o| (e.title.clone(), c.label.clone(), o))
         })
     });
-    let cold_steady = b.experiments.iter().find_map(|e| {
-        e.configurations.iter().find_map(|c| {
-            let k = |p| MetricKey::new(Metric::EpochS, TimingMode::WholeRun, p);
-            Some((
-                e.title.clone(),
-                c.label.clone(),
-                metric_value(c, &k(Phase::Cold))?,
-                metric_value(c, &k(Phase::Steady))?,
-            ))
-        })
-    });
-    // A batch sweep first: that is what the sweet spot is about.
-    let mut sweeps: Vec<&stallscope_bundle::Experiment> = b.experiments.iter().collect();
-    sweeps.sort_by_key(|e| e.kind != stallscope_bundle::ExperimentKind::BatchSweep);
-    let spot = sweeps
-        .into_iter()
-        .find_map(|e| sweet_spot(e, DEFAULT_SWEET_SPOT_THRESHOLD).map(|s| (e.title.clone(), s)));
-
-    let barrier_text = match &overhead {
+    match &overhead {
         Some((exp, cfg, o)) if o.per_step_s <= 0.0 => format!(
             "In this bundle, “{exp}” at {cfg}: the diagnostic epoch ({:.3} s) was not slower than the whole-run epoch ({:.3} s), so the barriers removed no measurable overlap there — the stages hardly overlap in that configuration.",
             o.diagnostic_epoch_s, o.whole_run_epoch_s
@@ -84,15 +67,41 @@ fn page(b: Arc<Bundle>) -> impl IntoView {
             t
         }
         None => "This bundle has no configuration measured in both modes, so it gives no barrier figure of its own; the rule holds all the same.".to_string(),
-    };
-    let cold_text = match &cold_steady {
+    }
+}
+
+/// The first epoch against the steady ones in this bundle.
+fn cold_text(b: &Bundle) -> String {
+    let cold_steady = b.experiments.iter().find_map(|e| {
+        e.configurations.iter().find_map(|c| {
+            let k = |p| MetricKey::new(Metric::EpochS, TimingMode::WholeRun, p);
+            Some((
+                e.title.clone(),
+                c.label.clone(),
+                metric_value(c, &k(Phase::Cold))?,
+                metric_value(c, &k(Phase::Steady))?,
+            ))
+        })
+    });
+    match &cold_steady {
         Some((exp, cfg, cold, steady)) => format!(
             "In this bundle, “{exp}” at {cfg}: the first epoch took {cold:.3} s and the steady epochs {steady:.3} s (whole-run medians)."
         ),
         None => "This bundle does not have both a first and a steady epoch for one configuration."
             .to_string(),
-    };
-    let spot_text = match &spot {
+    }
+}
+
+/// The sweet spot in this bundle, a batch sweep first.
+fn spot_text(b: &Bundle) -> String {
+    // A batch sweep first: that is what the sweet spot is about.
+    let mut sweeps: Vec<&stallscope_bundle::Experiment> = b.experiments.iter().collect();
+    sweeps.sort_by_key(|e| e.kind != stallscope_bundle::ExperimentKind::BatchSweep);
+    let spot = sweeps
+        .into_iter()
+        .find_map(|e| sweet_spot(e, DEFAULT_SWEET_SPOT_THRESHOLD).map(|s| (e.title.clone(), s)));
+
+    match &spot {
         Some((exp, s)) if s.config_id == s.best_config_id => format!(
             "In this bundle, “{exp}”: the best whole-run throughput is at {} {} ({}), and no smaller value reaches {:.0}% of it, so the sweet spot is the best itself.",
             s.param,
@@ -122,13 +131,16 @@ fn page(b: Arc<Bundle>) -> impl IntoView {
         }
         None => "This bundle has no sweep with whole-run throughput to find a sweet spot in."
             .to_string(),
-    };
+    }
+}
 
+fn page(b: Arc<Bundle>) -> impl IntoView {
+    let (barrier_text, cold_text, spot_text) = (barrier_text(&b), cold_text(&b), spot_text(&b));
     view! {
         <article class="how-to-read">
             <nav class="crumbs">
                 <a href=Route::Library.to_hash()>"library"</a> " › "
-                <a href=Route::Bundle { bundle: b.id.clone() }.to_hash()>{b.title.clone()}</a> " › how to read this"
+                <a href=Route::Bundle { bundle: b.id.clone() }.to_hash()>{bundle_title(&b)}</a> " › how to read this"
             </nav>
             <h1>"How to read this report"</h1>
             <p class="meta"><Provenance bundle=b.clone() compact=true/></p>

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use stallscope_bundle::Bundle;
 use stallscope_bundle::analysis::{
-    Quantity, Scaling, ScalingRow, Unit, job_summary, preferred_phase, show_percent,
+    Quantity, Scaling, ScalingRow, Unit, job_summary, preferred_phase, rank_analysis_in,
+    show_percent,
 };
 
 fn rate(v: Option<f64>) -> String {
@@ -18,6 +19,22 @@ fn rate(v: Option<f64>) -> String {
 
 fn pct(v: Option<f64>) -> String {
     v.map(show_percent).unwrap_or_else(|| "—".into())
+}
+
+/// What NEW's ranks did in each configuration of an experiment: the rank
+/// analysis' sentence (the other ranks' comm share), labelled with the
+/// configuration.
+fn others_line(new: &Bundle, experiment: &str) -> Vec<String> {
+    let Some(e) = new.experiment(experiment) else {
+        return Vec::new();
+    };
+    e.configurations
+        .iter()
+        .filter_map(|c| {
+            let v = rank_analysis_in(new, c)?.verdict?;
+            Some(format!("{} — this bundle's ranks: {v}", c.label))
+        })
+        .collect()
 }
 
 /// One line: the job's samples/s and step time, and the rank that finished
@@ -34,7 +51,12 @@ pub fn JobFigures(bundle: Arc<Bundle>, experiment: usize, configuration: String)
     let last = j
         .slowest
         .first()
-        .map(|(r, n)| format!(" Rank {r} finished last in {n} epoch(s)."))
+        .map(|(r, n)| {
+            format!(
+                " Rank {r} finished last in {n} epoch{}.",
+                if *n == 1 { "" } else { "s" }
+            )
+        })
         .unwrap_or_default();
     Some(view! {
         <p class="job-figures">
@@ -48,9 +70,18 @@ pub fn JobFigures(bundle: Arc<Bundle>, experiment: usize, configuration: String)
     })
 }
 
+/// Below this loss (either way) there is nothing to split: the parts would
+/// only move between themselves.
+const NO_LOSS: f64 = 0.01;
+
 fn row(r: &ScalingRow) -> impl IntoView + use<> {
-    let split =
-        |f: fn(&stallscope_bundle::analysis::LossSplit) -> f64| pct(r.split.as_ref().map(f));
+    let split = |f: fn(&stallscope_bundle::analysis::LossSplit) -> f64| {
+        let shown = r
+            .split
+            .as_ref()
+            .filter(|_| r.loss.is_some_and(|l| l.abs() >= NO_LOSS));
+        pct(shown.map(f))
+    };
     view! {
         <tr data-config=r.config_id.clone()>
             <th>{r.label.clone()}</th>
@@ -66,29 +97,45 @@ fn row(r: &ScalingRow) -> impl IntoView + use<> {
     }
 }
 
-/// The scaling of NEW over BASE, one table per experiment.
+fn ranks(n: u32) -> String {
+    format!("{n} rank{}", if n == 1 { "" } else { "s" })
+}
+
+/// The scaling of NEW over BASE, one table per experiment, with what each
+/// part of the loss is and, under it, what NEW's other ranks did (they
+/// wait in comm for the slowest, whose own comm share is small).
 #[component]
-pub fn ScalingView(scaling: Scaling) -> impl IntoView {
+pub fn ScalingView(scaling: Scaling, new: Arc<Bundle>) -> impl IntoView {
     let (wb, wn) = (scaling.base_world, scaling.new_world);
     view! {
         <section class="scaling">
-            <h3>{format!("Scaling from {wb} to {wn} rank(s)")}</h3>
+            <h3>{format!("Scaling from {} to {}", ranks(wb), ranks(wn))}</h3>
             <p class="muted">
-                {format!("Efficiency = (job samples/s here ÷ base) ÷ ({wn} ÷ {wb}), whole-run. The loss (1 − efficiency) is split by the diagnostic shares of the slowest rank's step: waiting for data, in the barrier or collective (comm), and the rest; a negative part did better than the base.")}
+                {format!("Efficiency = (job samples/s here ÷ base) ÷ ({wn} ÷ {wb}), whole-run. The loss (1 − efficiency) is split by the diagnostic shares of the slowest rank's step, the one the job waits for.")}
             </p>
-            {scaling.experiments.into_iter().map(|e| view! {
+            <ul class="muted scaling-parts">
+                <li><b>"data"</b>": the slowest rank's wait for its next batch, beyond the base's."</li>
+                <li><b>"comm (slowest rank)"</b>": the slowest rank's time in the barrier or collective, beyond the base's. It waits least: the other ranks' wait for it is said under the table."</li>
+                <li><b>"rest"</b>": everything else — the slowest rank's copy and compute beyond the base's (a rank slower at computing lands here) and the barrier's own cost. A part below 0 did better than the base. With under 1% of loss either way there is nothing to split: “—”."</li>
+            </ul>
+            {scaling.experiments.into_iter().map(|e| {
+                let others = others_line(&new, &e.experiment_id);
+                view! {
                 <h4>{format!("{} — {}", e.experiment_id, e.title)}</h4>
-                <table class="scaling-table">
-                    <thead><tr>
-                        <th>"configuration"</th>
-                        <th>{format!("base ({wb})")}</th>
-                        <th>{format!("this ({wn})")}</th>
-                        <th>"efficiency"</th><th>"loss"</th>
-                        <th>"data"</th><th>"comm"</th><th>"rest"</th><th></th>
-                    </tr></thead>
-                    <tbody>{e.rows.iter().map(row).collect_view()}</tbody>
-                </table>
-            }).collect_view()}
+                <div class="table-scroll">
+                    <table class="scaling-table">
+                        <thead><tr>
+                            <th>"configuration"</th>
+                            <th>{format!("base ({wb})")}</th>
+                            <th>{format!("this ({wn})")}</th>
+                            <th>"efficiency"</th><th>"loss"</th>
+                            <th>"data"</th><th>"comm (slowest rank)"</th><th>"rest"</th><th></th>
+                        </tr></thead>
+                        <tbody>{e.rows.iter().map(row).collect_view()}</tbody>
+                    </table>
+                </div>
+                {others.into_iter().map(|l| view! { <p class="scaling-others">{l}</p> }).collect_view()}
+            }}).collect_view()}
         </section>
     }
 }

@@ -2,11 +2,11 @@
 //! two or more side by side.
 
 use leptos::prelude::*;
-use stallscope_bundle::analysis::show_bytes;
+use stallscope_bundle::analysis::{bundle_title, show_bytes, show_created};
 
 use crate::components::provenance::Provenance;
 use crate::route::Route;
-use crate::state::AppState;
+use crate::state::{AppState, Loaded};
 
 #[component]
 pub fn Library() -> impl IntoView {
@@ -41,62 +41,24 @@ pub fn Library() -> impl IntoView {
                         .into_any();
                 }
                 view! {
-                    <table class="bundle-list">
-                        <thead>
-                            <tr>
-                                <th>"compare"</th>
-                                <th>"bundle"</th>
-                                <th>"source"</th>
-                                <th>"experiments"</th>
-                                <th>"created"</th>
-                                <th>"file"</th>
-                                <th>"size, read in"</th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            {bundles
-                                .into_iter()
-                                .map(|l| {
-                                    let key = l.key.clone();
-                                    let key2 = l.key.clone();
-                                    let b = l.bundle.clone();
-                                    view! {
-                                        <tr class="bundle-row">
-                                            <td>
-                                                <input
-                                                    type="checkbox"
-                                                    class="compare-pick"
-                                                    prop:checked=move || selected.with(|s| s.contains(&key2))
-                                                    on:change=move |_| {
-                                                        let k = key.clone();
-                                                        selected.update(|s| {
-                                                            if let Some(i) = s.iter().position(|x| *x == k) {
-                                                                s.remove(i);
-                                                            } else {
-                                                                s.push(k);
-                                                            }
-                                                        })
-                                                    }
-                                                />
-                                            </td>
-                                            <td>
-                                                <a class="bundle-link" href=Route::Bundle { bundle: l.key.clone() }.to_hash()>
-                                                    {b.title.clone()}
-                                                </a>
-                                            </td>
-                                            <td><Provenance bundle=b.clone() compact=true/></td>
-                                            <td>{b.experiments.len()}</td>
-                                            <td>{b.created_at.clone()}</td>
-                                            <td class="muted">{l.source.clone()}</td>
-                                            <td class="muted read-cost">
-                                                {format!("{}, {:.0} ms", show_bytes(l.bytes as f64), l.parse_ms)}
-                                            </td>
-                                        </tr>
-                                    }
-                                })
-                                .collect_view()}
-                        </tbody>
-                    </table>
+                    <div class="table-scroll">
+                        <table class="bundle-list">
+                            <thead>
+                                <tr>
+                                    <th>"compare"</th>
+                                    <th>"bundle"</th>
+                                    <th>"source"</th>
+                                    <th>"experiments"</th>
+                                    <th>"created"</th>
+                                    <th>"file"</th>
+                                    <th>"size, read in"</th>
+                                </tr>
+                            </thead>
+                            <tbody>
+                                {bundles.into_iter().map(|l| bundle_row(l, selected)).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
                     <p>
                         <button
                             id="compare-selected"
@@ -111,5 +73,46 @@ pub fn Library() -> impl IntoView {
                     .into_any()
             }}
         </section>
+    }
+}
+
+/// One bundle's row: its compare tick, title (a job by its script), where
+/// its figures come from, when it was made and what reading it cost.
+fn bundle_row(l: Loaded, selected: RwSignal<Vec<String>>) -> impl IntoView {
+    let key = l.key.clone();
+    let key2 = l.key.clone();
+    let b = l.bundle.clone();
+    view! {
+        <tr class="bundle-row">
+            <td>
+                <input
+                    type="checkbox"
+                    class="compare-pick"
+                    prop:checked=move || selected.with(|s| s.contains(&key2))
+                    on:change=move |_| {
+                        let k = key.clone();
+                        selected.update(|s| {
+                            if let Some(i) = s.iter().position(|x| *x == k) {
+                                s.remove(i);
+                            } else {
+                                s.push(k);
+                            }
+                        })
+                    }
+                />
+            </td>
+            <td>
+                <a class="bundle-link" href=Route::Bundle { bundle: l.key.clone() }.to_hash()>
+                    {bundle_title(&b)}
+                </a>
+            </td>
+            <td><Provenance bundle=b.clone() compact=true/></td>
+            <td>{b.experiments.len()}</td>
+            <td class="created">{show_created(&b.created_at)}</td>
+            <td class="muted">{l.source.clone()}</td>
+            <td class="muted read-cost">
+                {format!("{}, {:.0} ms", show_bytes(l.bytes as f64), l.parse_ms)}
+            </td>
+        </tr>
     }
 }

@@ -13,6 +13,7 @@ pub mod failures;
 pub mod header;
 pub mod how_to_read;
 pub mod job;
+pub mod job_answer;
 pub mod library;
 pub mod load_messages;
 pub mod metric_glossary;

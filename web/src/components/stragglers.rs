@@ -36,34 +36,36 @@ pub fn Stragglers(bundle: Arc<Bundle>, experiment: usize, configuration: String)
         <div class="stragglers">
             {a.verdict.clone().map(|v| view! { <p class="verdict rank-verdict">{v}</p> })}
             {a.notes.iter().map(|n| view! { <p class="muted rank-note">{n.clone()}</p> }).collect_view()}
-            <table class="straggler-table">
-                <thead>
-                    <tr>
-                        <th>"rank"</th>
-                        <th>"times the straggler"</th>
-                        <th>"share of steps"</th>
-                        <th>"next-wait share"</th>
-                        <th>"comm share"</th>
-                        <th>{step_heading}</th>
-                    </tr>
-                </thead>
-                <tbody>
-                    {ranks
-                        .into_iter()
-                        .take(ROWS)
-                        .map(|r| view! {
-                            <tr data-rank=r.rank.to_string()>
-                                <th class="rank">{r.rank.to_string()}</th>
-                                <td class="cell straggler-steps">{r.straggler_steps.to_string()}</td>
-                                <td class="cell">{share(r.straggler_share)}</td>
-                                <td class="cell">{share(r.next_wait_share)}</td>
-                                <td class="cell">{share(r.comm_share)}</td>
-                                <td class="cell">{r.step_median_s.map(|s| format!("{:.2} ms", s * 1e3)).unwrap_or_else(|| "—".into())}</td>
-                            </tr>
-                        })
-                        .collect_view()}
-                </tbody>
-            </table>
+            <div class="table-scroll">
+                <table class="straggler-table">
+                    <thead>
+                        <tr>
+                            <th>"rank"</th>
+                            <th>"times the straggler"</th>
+                            <th>"share of steps"</th>
+                            <th>"next-wait share"</th>
+                            <th>"comm share"</th>
+                            <th>{step_heading}</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {ranks
+                            .into_iter()
+                            .take(ROWS)
+                            .map(|r| view! {
+                                <tr data-rank=r.rank.to_string()>
+                                    <th class="rank">{r.rank.to_string()}</th>
+                                    <td class="cell straggler-steps">{r.straggler_steps.to_string()}</td>
+                                    <td class="cell">{share(r.straggler_share)}</td>
+                                    <td class="cell">{share(r.next_wait_share)}</td>
+                                    <td class="cell">{share(r.comm_share)}</td>
+                                    <td class="cell">{r.step_median_s.map(|s| format!("{:.2} ms", s * 1e3)).unwrap_or_else(|| "—".into())}</td>
+                                </tr>
+                            })
+                            .collect_view()}
+                    </tbody>
+                </table>
+            </div>
             <p class="muted">
                 {format!(
                     "{shown} of {total} ranks, most often slowest first, over {} steps compared.",

@@ -1,19 +1,22 @@
-//! A `stallscope job` bundle as the answer to its user's question
-//! (`analysis::job_digest`): the command and the settings the job really
-//! used, the recommendation as the change to make with its verified A/B
-//! ratio, the replay ceiling with the stall by difference, and each
-//! configuration's memory per worker process (RSS, PSS, USS). The sweep's
-//! table and charts are the `job` experiment's page.
+//! A `stallscope job` bundle as the answer to its user's question: first
+//! the answer (`job_answer::answer`: the headline, the memory the change
+//! costs, the loader's share, the next step), then what it rests on
+//! (`analysis::job_digest`): the recommendation as the change to make with
+//! its verified A/B ratio, the command and the settings the job really
+//! used, the replay ceiling with the stall by difference, and each
+//! configuration's memory per process (RSS, PSS, USS). The sweep's table and
+//! charts are the `job` experiment's page.
 
 use std::sync::Arc;
 
 use leptos::prelude::*;
 use stallscope_bundle::analysis::{
     ConfigurationMemory, JOB_ID, JobDigest, Quantity, Recommendation, ReplayCeiling, Unit,
-    Verification, job_digest, show_bytes, show_percent, show_ratio, show_step_ms as ms,
+    Verification, job_answer, job_digest, show_bytes, show_percent, show_ratio, show_step_ms as ms,
 };
 use stallscope_bundle::{Bundle, ProcessMemory};
 
+use crate::components::job_answer::{answer, grid_line};
 use crate::route::{ExperimentView, Route};
 
 fn bytes(v: Option<u64>) -> String {
@@ -25,13 +28,16 @@ fn bytes(v: Option<u64>) -> String {
 #[component]
 pub fn YourJob(bundle: Arc<Bundle>) -> impl IntoView {
     let d = job_digest(&bundle)?;
+    let a = job_answer(&bundle)?;
     let sweep = Route::Experiment(ExperimentView::new(&bundle.id, JOB_ID)).to_hash();
     Some(view! {
         <section class="your-job">
-            <h2>"Your training job"</h2>
+            <h2 class="job-title">"Your training job"</h2>
+            {answer(&a, d.recommendation.as_ref())}
+            <h3 class="job-basis">"What the answer rests on"</h3>
+            {d.recommendation.clone().map(recommendation)}
             {command(&d)}
             {settings(&d)}
-            {d.recommendation.clone().map(recommendation)}
             {replay(&d)}
             <p><a class="job-sweep-link" href=sweep>"The configurations' table and charts"</a></p>
             {memory(&d.memory)}
@@ -78,12 +84,7 @@ fn recommendation(r: Recommendation) -> impl IntoView {
     } else {
         "Recommendation: keep your settings"
     };
-    let grid = r.grid_speedup.filter(|_| change).map(|x| {
-        format!(
-            "In the grid: {} your settings' whole-run samples/s.",
-            show_ratio(x)
-        )
-    });
+    let grid = grid_line(&r);
     view! {
         <div class="job-recommendation" class:keep=!change>
             <h3>{head}</h3>

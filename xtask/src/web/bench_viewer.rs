@@ -16,7 +16,8 @@ const STEPS: usize = 1_000_000;
 const REPEATS: usize = 3;
 const LARGE_ID: &str = "bench-one-million-steps";
 
-pub(super) fn run(repo: &Path, dist: &Path, runner: &Path) -> Result<()> {
+/// The wasm's size, raw and gzipped, against its target.
+fn wasm_size(dist: &Path) -> Result<()> {
     let wasm = dist.join("stallscope_web_bg.wasm");
     let raw = std::fs::metadata(&wasm)?.len();
     let gz = gzip_size(&wasm)?;
@@ -27,10 +28,15 @@ pub(super) fn run(repo: &Path, dist: &Path, runner: &Path) -> Result<()> {
         wasm.display()
     );
     println!(
-        "  target: under 1.5 MB raw: {}",
+        "  target: under 1,500,000 bytes raw ({}): {}",
+        kb(1_500_000),
         if raw < 1_500_000 { "met" } else { "NOT met" }
     );
+    Ok(())
+}
 
+pub(super) fn run(repo: &Path, dist: &Path, runner: &Path) -> Result<()> {
+    wasm_size(dist)?;
     let work = tempfile::Builder::new()
         .prefix("stallscope-viewer-bench-")
         .tempdir()?;
@@ -72,39 +78,7 @@ pub(super) fn run(repo: &Path, dist: &Path, runner: &Path) -> Result<()> {
             "bundles/01-large.json",
         ),
     ] {
-        let size = std::fs::metadata(path)?.len();
-        let mut render = Vec::new();
-        let mut parse = Vec::new();
-        for _ in 0..REPEATS {
-            browser.goto("about:blank")?;
-            browser.goto(&format!("{}{site}#/b/{id}/e/{exp}", server.url))?;
-            let ready = "const c=[...document.querySelectorAll('canvas.chart-canvas')]; return document.querySelector('.comparison-table') && c.length>0 && c.every(x=>x.dataset.drawn==='1') ? Math.max(...c.map(x=>+x.dataset.drawnAt)) : null;";
-            let ms = browser.wait_for("the rendered page", ready, Duration::from_secs(60))?;
-            render.push(ms.as_f64().context("no time")?);
-            let p = browser.eval_async(
-                "const done=arguments[arguments.length-1]; fetch(arguments[0]).then(r=>r.text()).then(t=>{const t0=performance.now(); JSON.parse(t); done(performance.now()-t0);});",
-                json!([file]),
-            )?;
-            parse.push(p.as_f64().context("no parse time")?);
-        }
-        let (r, p) = (median(&mut render), median(&mut parse));
-        let ratio = if p >= 0.1 {
-            format!("{:.1}× the parse", r / p)
-        } else {
-            "the parse is below the browser's timer resolution".to_string()
-        };
-        let all: Vec<String> = render.iter().map(|v| format!("{v:.0}")).collect();
-        println!(
-            "  {id}: {} bundle; rendered in {r:.0} ms (median; {}); browser JSON.parse {p:.1} ms → {ratio}",
-            kb(size),
-            all.join(", "),
-        );
-        if id == LARGE_ID {
-            println!(
-                "  target: 1,000,000-step bundle rendered under 2 s: {}",
-                if r < 2000.0 { "met" } else { "NOT met" }
-            );
-        }
+        time_render(&browser, &server.url, path, (id, exp, site, file))?;
     }
     // The viewer's own read (read_bundle: parse + validation), as it reports it.
     for site in ["published", "large"] {
@@ -120,17 +94,58 @@ pub(super) fn run(repo: &Path, dist: &Path, runner: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Load one site's experiment page REPEATS times: the time to a rendered
+/// page (every chart drawn) against the browser's own JSON.parse of it.
+fn time_render(
+    browser: &Browser,
+    url: &str,
+    path: &Path,
+    (id, exp, site, file): (&str, &str, &str, &str),
+) -> Result<()> {
+    let size = std::fs::metadata(path)?.len();
+    let mut render = Vec::new();
+    let mut parse = Vec::new();
+    for _ in 0..REPEATS {
+        browser.goto("about:blank")?;
+        browser.goto(&format!("{}{site}#/b/{id}/e/{exp}", url))?;
+        let ready = "const c=[...document.querySelectorAll('canvas.chart-canvas')]; return document.querySelector('.comparison-table') && c.length>0 && c.every(x=>x.dataset.drawn==='1') ? Math.max(...c.map(x=>+x.dataset.drawnAt)) : null;";
+        let ms = browser.wait_for("the rendered page", ready, Duration::from_secs(60))?;
+        render.push(ms.as_f64().context("no time")?);
+        let p = browser.eval_async(
+            "const done=arguments[arguments.length-1]; fetch(arguments[0]).then(r=>r.text()).then(t=>{const t0=performance.now(); JSON.parse(t); done(performance.now()-t0);});",
+            json!([file]),
+        )?;
+        parse.push(p.as_f64().context("no parse time")?);
+    }
+    let (r, p) = (median(&mut render), median(&mut parse));
+    let ratio = if p >= 0.1 {
+        format!("{:.1}× the parse", r / p)
+    } else {
+        "the parse is below the browser's timer resolution".to_string()
+    };
+    let all: Vec<String> = render.iter().map(|v| format!("{v:.0}")).collect();
+    println!(
+        "  {id}: {} bundle; rendered in {r:.0} ms (median; {}); browser JSON.parse {p:.1} ms → {ratio}",
+        kb(size),
+        all.join(", "),
+    );
+    if id == LARGE_ID {
+        println!(
+            "  target: 1,000,000-step bundle rendered under 2 s: {}",
+            if r < 2000.0 { "met" } else { "NOT met" }
+        );
+    }
+    Ok(())
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
+/// Bytes in IEC units, as everywhere (`1.38 MiB`).
 fn kb(bytes: u64) -> String {
-    if bytes >= 1_000_000 {
-        format!("{:.2} MB", bytes as f64 / 1e6)
-    } else {
-        format!("{:.1} kB", bytes as f64 / 1e3)
-    }
+    stallscope_bundle::analysis::show_bytes(bytes as f64)
 }
 
 fn gzip_size(path: &Path) -> Result<u64> {
@@ -161,23 +176,9 @@ pub(super) fn generated_environment(runner: &str, host: HostInfo) -> Environment
     }
 }
 
-/// A bundle with one loader configuration whose diagnostic run has `n`
-/// per-step records (deterministic pseudo-random times), plus its whole run.
-/// Not a measurement: its environment and title say it is generated.
-pub(super) fn generated_bundle(n: usize, id: &str) -> Bundle {
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move |base: u64, spread: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        base + state % spread
-    };
-    let mut steps = StepSeries::default();
-    for _ in 0..n {
-        steps.next_wait_ns.push(next(20_000, 200_000));
-        steps.transfer_ns.push(next(5_000, 10_000));
-        steps.compute_ns.push(next(300_000, 100_000));
-    }
+/// The diagnostic figures of generated step columns (the first step apart,
+/// as the loop does): the stages' statistics, the epoch's seconds and samples.
+fn diagnostic_of(steps: &StepSeries, n: usize) -> (Diagnostic, f64, u64) {
     let stat = |col: &[u64]| {
         let mut v: Vec<u64> = col[1..].to_vec();
         v.sort_unstable();
@@ -210,6 +211,27 @@ pub(super) fn generated_bundle(n: usize, id: &str) -> Bundle {
         comm: None,
         step: Some(stat(&step)),
     };
+    (diagnostic, total_s, samples)
+}
+
+/// A bundle with one loader configuration whose diagnostic run has `n`
+/// per-step records (deterministic pseudo-random times), plus its whole run.
+/// Not a measurement: its environment and title say it is generated.
+pub(super) fn generated_bundle(n: usize, id: &str) -> Bundle {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |base: u64, spread: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        base + state % spread
+    };
+    let mut steps = StepSeries::default();
+    for _ in 0..n {
+        steps.next_wait_ns.push(next(20_000, 200_000));
+        steps.transfer_ns.push(next(5_000, 10_000));
+        steps.compute_ns.push(next(300_000, 100_000));
+    }
+    let (diagnostic, total_s, samples) = diagnostic_of(&steps, n);
     let whole_seconds = total_s * 0.8;
     let runs = vec![
         Run {

@@ -203,9 +203,12 @@ fn experiment(spec: &RankSpec, rank: u32, slowest: &[Vec<u64>]) -> Experiment {
         .map(|k| {
             let w = WORKERS[k];
             let runs = runs(spec, rank, k, &slowest[k]);
-            Configuration::new(format!("w{w}"), format!("{w} workers"))
-                .with_param("workers", w)
-                .with_runs(runs)
+            Configuration::new(
+                format!("w{w}"),
+                format!("{w} worker{}", if w == 1 { "" } else { "s" }),
+            )
+            .with_param("workers", w)
+            .with_runs(runs)
         })
         .collect();
     Experiment::new(

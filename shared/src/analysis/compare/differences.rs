@@ -132,7 +132,6 @@ fn machine_fields(b: &Bundle) -> Vec<(&'static str, Option<String>)> {
     let host = e.host.as_ref();
     vec![
         ("provenance", Some(provenance_text(b))),
-        ("ranks", Some(b.ranks.len().max(1).to_string())),
         (
             "device",
             device.map(|d| format!("{} ({})", d.name, d.kind.as_str())),
@@ -175,6 +174,39 @@ fn machine_fields(b: &Bundle) -> Vec<(&'static str, Option<String>)> {
                 .map(|r| format!("{} {}", r.name, r.version)),
         ),
     ]
+}
+
+/// The job's own fields: its world size (ranks are the job's choice, not
+/// the machine's). A job's command is its experiment's setting, compared
+/// with the other settings.
+fn job_fields(b: &Bundle) -> Vec<(&'static str, Option<String>)> {
+    vec![("world size (ranks)", Some(b.ranks.len().max(1).to_string()))]
+}
+
+/// Job fields that differ between two bundles: a different world size is a
+/// different job, whatever the machines.
+pub fn job_differences(base: &Bundle, new: &Bundle) -> Vec<Difference> {
+    job_fields(base)
+        .into_iter()
+        .zip(job_fields(new))
+        .filter(|(x, y)| x.1 != y.1)
+        .map(|(x, y)| Difference {
+            field: x.0.to_string(),
+            base: x.1,
+            new: y.1,
+        })
+        .collect()
+}
+
+/// Settings that record what a job concluded rather than how it ran (its
+/// recommendation, the A/B pairs' figures): compared as results, not listed
+/// as settings that differ.
+pub fn is_result_setting(key: &str) -> bool {
+    key.starts_with("tune_")
+        || matches!(
+            key,
+            "ratio_median" | "ratio_min" | "ratio_max" | "pairs" | "pair_order" | "confirmed"
+        )
 }
 
 /// Machine and software fields that differ between two bundles.

@@ -23,32 +23,7 @@ pub(super) fn rank_view_names_the_straggler(ctx: &Ctx) -> Result<()> {
     let world = SPEC.world as usize;
     let slow = SPEC.slow_rank;
     let id = merged_id(RANKS_ID);
-    ctx.open(&format!("#/b/{id}"))?;
-    ctx.browser.wait_for(
-        "the rank list",
-        "return document.querySelectorAll('.rank-table tr[data-rank]').length > 0;",
-        WAIT,
-    )?;
-    let rows = ctx.browser.eval(
-        "return [...document.querySelectorAll('.rank-table tr[data-rank]')].map(r=>[+r.dataset.rank, r.querySelector('.hostname').textContent]);",
-        json!([]),
-    )?;
-    let rows = rows.as_array().context("rank rows")?;
-    ensure!(
-        rows.len() == world,
-        "expected {world} ranks listed, found {}",
-        rows.len()
-    );
-    for (i, r) in rows.iter().enumerate() {
-        let want = json!([i, format!("gen-node-{:03}", i / 8)]);
-        ensure!(*r == want, "rank row {i} shows {r}, expected {want}");
-    }
-    let summary = ctx.text(".rank-summary")?;
-    ensure!(
-        summary.starts_with(&format!("{world} ranks of world size {world} on 2 hosts")),
-        "rank summary: {summary:?}"
-    );
-
+    rank_list_has_every_rank(ctx, &id, world)?;
     ctx.open_experiment(&id, EXPERIMENT)?;
     ctx.browser.wait_for(
         "the rank view and its straggler table",
@@ -82,25 +57,7 @@ pub(super) fn rank_view_names_the_straggler(ctx: &Ctx) -> Result<()> {
         stage == json!("comm"),
         "the heat map should show comm first, shows {stage}"
     );
-    let light = ctx.browser.eval(ROW_LIGHTNESS, json!([world]))?;
-    let light: Vec<f64> = light
-        .as_array()
-        .context("row lightness")?
-        .iter()
-        .filter_map(|v| v.as_f64())
-        .collect();
-    ensure!(
-        light.len() == world,
-        "row lightness of {} rows",
-        light.len()
-    );
-    let lightest = (0..world)
-        .max_by(|a, b| light[*a].total_cmp(&light[*b]))
-        .unwrap_or(0);
-    ensure!(
-        lightest == slow as usize,
-        "the heat map's lightest comm row (least waiting) should be rank {slow}, is {lightest}: {light:?}"
-    );
+    lightest_comm_row_is(ctx, world, slow)?;
 
     ctx.browser.wait_for(
         "the timeline chart",
@@ -128,5 +85,59 @@ pub(super) fn rank_view_names_the_straggler(ctx: &Ctx) -> Result<()> {
         )?;
         ctx.shot(name)?;
     }
+    Ok(())
+}
+
+/// The bundle page lists every rank with its host.
+fn rank_list_has_every_rank(ctx: &Ctx, id: &str, world: usize) -> Result<()> {
+    ctx.open(&format!("#/b/{id}"))?;
+    ctx.browser.wait_for(
+        "the rank list",
+        "return document.querySelectorAll('.rank-table tr[data-rank]').length > 0;",
+        WAIT,
+    )?;
+    let rows = ctx.browser.eval(
+        "return [...document.querySelectorAll('.rank-table tr[data-rank]')].map(r=>[+r.dataset.rank, r.querySelector('.hostname').textContent]);",
+        json!([]),
+    )?;
+    let rows = rows.as_array().context("rank rows")?;
+    ensure!(
+        rows.len() == world,
+        "expected {world} ranks listed, found {}",
+        rows.len()
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let want = json!([i, format!("gen-node-{:03}", i / 8)]);
+        ensure!(*r == want, "rank row {i} shows {r}, expected {want}");
+    }
+    let summary = ctx.text(".rank-summary")?;
+    ensure!(
+        summary.starts_with(&format!("{world} ranks of world size {world} on 2 hosts")),
+        "rank summary: {summary:?}"
+    );
+    Ok(())
+}
+
+/// The heat map's lightest comm row (least waiting) is the slowed rank's.
+fn lightest_comm_row_is(ctx: &Ctx, world: usize, slow: u32) -> Result<()> {
+    let light = ctx.browser.eval(ROW_LIGHTNESS, json!([world]))?;
+    let light: Vec<f64> = light
+        .as_array()
+        .context("row lightness")?
+        .iter()
+        .filter_map(|v| v.as_f64())
+        .collect();
+    ensure!(
+        light.len() == world,
+        "row lightness of {} rows",
+        light.len()
+    );
+    let lightest = (0..world)
+        .max_by(|a, b| light[*a].total_cmp(&light[*b]))
+        .unwrap_or(0);
+    ensure!(
+        lightest == slow as usize,
+        "the heat map's lightest comm row (least waiting) should be rank {slow}, is {lightest}: {light:?}"
+    );
     Ok(())
 }

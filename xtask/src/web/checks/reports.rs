@@ -20,7 +20,9 @@ pub(super) fn table_cells_equal_the_fixture(ctx: &Ctx) -> Result<()> {
         let rate = w["samples_per_s"].as_f64().context("fixture rate")?;
         let seconds = w["seconds"].as_f64().context("fixture seconds")?;
         let want_rate = format!("{}/s", grouped(rate.round() as u64));
-        let want_epoch = format!("{seconds:.3} s");
+        // One time unit per table: the epoch reads in the step's ms (every
+        // epoch here is over 1,000 ms: whole ms keep three digits).
+        let want_epoch = format!("{} ms", grouped((seconds * 1e3).round() as u64));
         let got_rate = ctx.text(&format!(
             "td[data-config='{id}'][data-col='{rate_col}'] .value"
         ))?;
