@@ -11,10 +11,11 @@
 mod bench_viewer;
 mod checks;
 pub(crate) mod rank_bundles;
+mod site;
 
 use crate::cmd::{Cmd, cargo};
 use anyhow::{Context, Result, bail};
-pub(crate) use stallscope_e2e::Server;
+pub(crate) use site::{Server, export_site};
 use std::path::{Path, PathBuf};
 
 /// Lints the viewer, builds it, then runs the browser tests (`cargo xtask test-viewer`).
@@ -141,13 +142,4 @@ pub(crate) fn build_runner(repo: &Path, dist: &Path) -> Result<PathBuf> {
         bail!("{} was not built", bin.display());
     }
     Ok(bin)
-}
-
-/// Export a site with the real `stallscope site`.
-pub(crate) fn export_site(runner: &Path, bundles: &[PathBuf], out: &Path) -> Result<()> {
-    let mut c = Cmd::new(runner).arg("site");
-    for b in bundles {
-        c = c.arg(b);
-    }
-    c.arg("--out").arg(out).run()
 }

@@ -10,14 +10,14 @@ use stallscope_bundle::analysis::{
     BundleComparison, ComparisonTable, MetricKey, Summary, TableOptions, comparison_table,
     key_columns, preferred_phase, show_ratio, verdict,
 };
-use stallscope_bundle::{Bundle, Experiment, Provenance, TimingMode};
+use stallscope_bundle::{Bundle, Experiment, Provenance};
 
 use super::comparison::{
     before_after_block, comparison_rows, comparison_unit, machine_block, settings_block,
     sides_block,
 };
 use super::ranks::{render_cost_table, render_ranks};
-use super::text::{Column, WIDTH, compact_table, wrap};
+use super::text::{Column, WIDTH, compact_table, mode_and_phase, wrap};
 
 /// Every experiment of a bundle: title, verdict, compact table.
 pub fn render_bundle_compact(b: &Bundle) -> String {
@@ -96,25 +96,6 @@ fn render_not_run(e: &Experiment) -> String {
         out.push_str(&wrap(&line, "  ", "    ", WIDTH));
     }
     out
-}
-
-/// `whole-run`, `diagnostic`: a timing mode in a column heading.
-pub(super) fn short_mode(mode: &TimingMode) -> &str {
-    match mode {
-        TimingMode::WholeRun => "whole-run",
-        TimingMode::Diagnostic => "diagnostic",
-        TimingMode::Unknown(name) => name.as_str(),
-    }
-}
-
-/// `whole-run, steady`, `diagnostic, cold`, `memory, steady`.
-pub(super) fn mode_and_phase(key: &MetricKey) -> String {
-    let mode = if key.metric.is_memory() {
-        "memory"
-    } else {
-        short_mode(&key.mode)
-    };
-    format!("{mode}, {}", key.phase.as_str())
 }
 
 fn render_table(

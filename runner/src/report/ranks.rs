@@ -9,8 +9,7 @@ use stallscope_bundle::analysis::{
 };
 use stallscope_bundle::{Bundle, Configuration, Experiment, Phase, TimingMode};
 
-use super::compact::{mode_and_phase, short_mode};
-use super::text::{Column, WIDTH, compact_table, wrap};
+use super::text::{Column, WIDTH, compact_table, mode_and_phase, short_mode, wrap};
 
 /// The cost table of an experiment (CPU per 1,000 samples, cores, peak RSS
 /// of every process, GPU utilisation; whole-run), or nothing when its runs

@@ -2,6 +2,9 @@
 //! truncation with `…`, word wrapping, and a compact aligned table whose
 //! label column shrinks (and whose last column wraps) to stay inside.
 
+use stallscope_bundle::TimingMode;
+use stallscope_bundle::analysis::MetricKey;
+
 /// The width every default (compact) line keeps within, in characters.
 pub const WIDTH: usize = 100;
 
@@ -189,6 +192,25 @@ pub fn compact_table(cols: &[Column], rows: &[Vec<String>], wrap_last: bool) -> 
         }
     }
     out
+}
+
+/// `whole-run`, `diagnostic`: a timing mode in a column heading.
+pub(super) fn short_mode(mode: &TimingMode) -> &str {
+    match mode {
+        TimingMode::WholeRun => "whole-run",
+        TimingMode::Diagnostic => "diagnostic",
+        TimingMode::Unknown(name) => name.as_str(),
+    }
+}
+
+/// `whole-run, steady`, `diagnostic, cold`, `memory, steady`.
+pub(super) fn mode_and_phase(key: &MetricKey) -> String {
+    let mode = if key.metric.is_memory() {
+        "memory"
+    } else {
+        short_mode(&key.mode)
+    };
+    format!("{mode}, {}", key.phase.as_str())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! of a timing mode from a newer format (`TimingMode::Unknown`) are in no
 //! metric ([`unknown_mode_note`]).
 
-use crate::analysis::cost::{cpu_s_per_1000_samples, peak_rss_all_bytes, timeline_mean};
+use crate::analysis::run_cost::{cpu_s_per_1000_samples, peak_rss_all_bytes, timeline_mean};
 use crate::analysis::summary::Summary;
 use crate::format::{Configuration, Experiment, OpenEnum, Phase, Run, StageStat, TimingMode};
 

@@ -22,6 +22,7 @@ mod noise;
 mod rank_columns;
 mod ranks;
 mod replay_text;
+mod run_cost;
 mod scaling;
 mod stages;
 mod summary;

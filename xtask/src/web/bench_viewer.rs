@@ -3,7 +3,7 @@
 //! every chart drawn) for the published bundle and for a generated bundle
 //! with 1,000,000 per-step records — each beside the bundle's size and the
 //! browser's own `JSON.parse` time of the same file as the baseline.
-use super::{Server, export_site};
+use super::site::{Server, export_site};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use stallscope_bundle::*;

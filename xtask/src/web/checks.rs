@@ -7,6 +7,7 @@
 //! `?bundle=`). Each check is named, prints its own failure, and
 //! screenshots go to `target/screenshots/`; the job page's first screen
 //! also to `docs/img/viewer-job.png`, the README's picture.
+mod ctx;
 mod generated;
 mod loading;
 mod meeting;
@@ -17,39 +18,11 @@ mod ranks_job;
 mod reports;
 mod your_job;
 
-use super::{Server, export_site};
-use anyhow::{Context, Result, bail};
-use serde_json::{Value, json};
-use stallscope_e2e::webdriver::Browser;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-const PUBLISHED: &str = "fixtures/published/fashionmnist-batch-sweep.json";
-const MEASURED: &str = "fixtures/measured/cpu-quickstart-quick.json";
-const XSS_TITLE: &str = "<img src=x onerror=alert(1)>";
-const XSS_ID: &str = "xss-title-test";
-const STEPS_ID: &str = "generated-steps-test";
-const SITE_BUNDLES: usize = 12;
-const WAIT: Duration = Duration::from_secs(20);
+use super::site::{Server, export_site};
+use ctx::*;
 
 /// One browser test.
 type Check = fn(&Ctx) -> Result<()>;
-
-/// Everything a check needs.
-struct Ctx {
-    browser: Browser,
-    url: String,
-    published: Value,
-    published_id: String,
-    measured_id: String,
-    shots: PathBuf,
-    repo: PathBuf,
-}
-
-/// JS: the page finished loading its bundles.
-const LOADED: &str = "return !document.querySelector('.pending') && document.querySelectorAll('.bundle-row, .bundle-title, .experiment-title, .compare-view, .how-to-read').length > 0;";
-/// JS: the experiment page's table is there and every chart is drawn.
-const EXPERIMENT_READY: &str = "const c=[...document.querySelectorAll('canvas.chart-canvas')]; return !!document.querySelector('.comparison-table') && c.length>0 && c.every(x=>x.dataset.drawn==='1');";
 
 /// Every browser check, in the order they run.
 const CHECKS: [(&str, Check); 24] = [
@@ -240,50 +213,4 @@ fn write_site(repo: &Path, runner: &Path, work: &Path) -> Result<()> {
         vec![b' '; stallscope_bundle::MAX_BUNDLE_BYTES + 1],
     )?;
     Ok(())
-}
-
-fn read_json(path: &Path) -> Result<Value> {
-    let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_slice(&text).with_context(|| format!("{} is not JSON", path.display()))
-}
-
-impl Ctx {
-    fn open(&self, hash: &str) -> Result<()> {
-        self.browser.goto(&format!("{}{hash}", self.url))?;
-        self.browser.wait_for("the bundles to load", LOADED, WAIT)?;
-        Ok(())
-    }
-
-    fn open_experiment(&self, bundle: &str, experiment: &str) -> Result<()> {
-        self.open(&format!("#/b/{bundle}/e/{experiment}"))?;
-        self.browser
-            .wait_for("the experiment page to render", EXPERIMENT_READY, WAIT)?;
-        Ok(())
-    }
-
-    fn text(&self, css: &str) -> Result<String> {
-        let v = self.browser.eval(
-            "const e=document.querySelector(arguments[0]); return e ? e.textContent : null;",
-            json!([css]),
-        )?;
-        v.as_str()
-            .map(str::to_string)
-            .with_context(|| format!("no element matches {css}"))
-    }
-
-    fn shot(&self, name: &str) -> Result<()> {
-        self.browser
-            .screenshot(&self.shots.join(format!("{name}.png")))
-    }
-
-    /// The `data-col` of the table column whose heading starts with `prefix`.
-    fn column(&self, prefix: &str) -> Result<String> {
-        let v = self.browser.eval(
-            "const h=[...document.querySelectorAll('.comparison-table th[data-col]')].find(t=>t.textContent.startsWith(arguments[0])); return h ? h.dataset.col : null;",
-            json!([prefix]),
-        )?;
-        v.as_str()
-            .map(str::to_string)
-            .with_context(|| format!("no column heading starts with {prefix:?}"))
-    }
 }

@@ -1,7 +1,7 @@
 //! Browser checks of loading: a site's bundles listed, bad files reported by
 //! name while good ones stay, bundle text shown as text, drag-and-drop, and
 //! the compare view.
-use super::*;
+use super::ctx::*;
 use anyhow::{Result, bail, ensure};
 use serde_json::json;
 use std::time::Duration;

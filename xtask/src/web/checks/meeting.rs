@@ -5,7 +5,8 @@
 //! one time unit per table, no `[s]` on a rate; compare names both sides
 //! (title, date, runner commit) and keeps each side's noise flags. The job
 //! page's first screen is also the README's picture (`docs/img/`).
-use super::*;
+use super::ctx::*;
+use super::{ranks_job, your_job};
 use anyhow::{Context, Result, ensure};
 use serde_json::json;
 use stallscope_bundle::analysis::{Direction, compare_bundles, job_answer, show_created};

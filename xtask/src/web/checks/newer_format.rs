@@ -2,7 +2,7 @@
 //! minor (fixtures/newer-minor/unknown-kind.json, loaded with `?bundle=`) is
 //! shown, its unknown experiment kind as a plain table with a note that it is
 //! from a newer format, and a knob that does not apply as "—" with its reason.
-use super::*;
+use super::ctx::*;
 use anyhow::{Result, bail, ensure};
 use serde_json::json;
 

@@ -1,7 +1,7 @@
 //! Browser check of a bundle from the three engines (native, PyTorch's
 //! DataLoader, SPDL): engine is a column of the table with each
 //! configuration's engine, and the charts are drawn with one series each.
-use super::*;
+use super::ctx::*;
 use anyhow::{Context, Result, ensure};
 use serde_json::json;
 

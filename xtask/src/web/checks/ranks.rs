@@ -3,7 +3,7 @@
 //! step heat map (the slowed rank's comm row the lightest: it waits least),
 //! names the slowed rank first in the straggler table with the verdict, and
 //! draws the timeline with the reason the GPU series are missing.
-use super::*;
+use super::ctx::*;
 use crate::web::rank_bundles::{EXPERIMENT, NO_GPU, RankSpec, merged_id};
 use anyhow::{Context, Result, ensure};
 use serde_json::json;

@@ -7,7 +7,7 @@
 //!
 //! The merged bundle's sidecars are written beside it, so `stallscope site`
 //! carries them into the site as it does for a real merge.
-use super::*;
+use super::ctx::*;
 use crate::web::rank_bundles::{EXPERIMENT, RankSpec, merged_id, per_rank_bundles};
 use anyhow::{Context, Result, ensure};
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! Browser checks of what a report shows: table cells against the fixture,
 //! the sweet spot, drawn charts (and sharp at devicePixelRatio 2), the
 //! explanations, permalinks, exports, the OOM check and stall attribution.
-use super::*;
+use super::ctx::*;
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::json;
 use std::time::Duration;

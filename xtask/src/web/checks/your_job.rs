@@ -4,7 +4,7 @@
 //! make with its verified A/B ratio, the replay ceiling's stall, and every
 //! process's RSS, PSS and USS — and the job experiment's table carries the
 //! per-worker memory columns.
-use super::*;
+use super::ctx::*;
 use anyhow::{Context, Result, ensure};
 use stallscope_bundle::analysis::{job_digest, show_bytes, show_percent, show_ratio};
 
