@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use stallscope_bundle::analysis::JOB_ID;
+use stallscope_bundle::analysis::{JOB_ID, script_of};
 use stallscope_bundle::{
     Bundle, Experiment, ExperimentKind, ParamValue, Provenance, RunState, RunStatus, SchemaVersion,
 };
@@ -222,7 +222,10 @@ fn new_bundle(args: &JobOptions, id: String, created_at: String) -> Bundle {
     Bundle {
         schema_version: SchemaVersion::CURRENT,
         id,
-        title: format!("Job: {}", args.command.first().map_or("", String::as_str)),
+        title: format!(
+            "Job: {}",
+            script_of(&args.command.join(" ")).unwrap_or_default()
+        ),
         created_at,
         provenance: Provenance::Measured,
         environment,

@@ -56,12 +56,24 @@ fn workers_label(p: Point, lp: &LoaderPlan) -> String {
         }
         (EngineName::Spdl, c) => format!("concurrency {c}"),
         (EngineName::Pytorch, w) if lp.contexts.len() > 1 => {
-            format!("{w} workers ({})", p.context.as_str())
+            format!("{w} worker{} ({})", plural(w), p.context.as_str())
         }
-        (EngineName::Pytorch, w) => format!("{w} workers"),
-        (EngineName::Dali, t) => format!("{t} threads"),
+        (EngineName::Pytorch, w) => format!("{w} worker{}", plural(w)),
+        (EngineName::Dali, t) => format!("{t} thread{}", plural(t)),
+        (EngineName::Native | EngineName::Nodes, 1) => {
+            let one = match p.kind.as_str() {
+                "processes" => "process",
+                other => other.trim_end_matches('s'),
+            };
+            format!("1 {one}")
+        }
         (EngineName::Native | EngineName::Nodes, w) => format!("{w} {}", p.kind.as_str()),
     }
+}
+
+/// `s` unless one.
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 /// A label that names what differs between the configurations.
