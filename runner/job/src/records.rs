@@ -15,6 +15,9 @@ use stallscope_bundle::{
 };
 use stallscope_core::measure::EpochSlot;
 
+/// The version of `docs/job-protocol.md` this reader speaks.
+pub const PROTOCOL: u32 = 1;
+
 /// One process's records, in the order it wrote them.
 pub struct ProcFile {
     pub name: String,
@@ -286,4 +289,13 @@ pub fn measured_loader(f: &ProcFile) -> Option<&Value> {
     let index = f.first("cold").and_then(|c| c["loader"].as_u64());
     f.of("loader")
         .find(|l| index.is_none_or(|i| l["index"].as_u64() == Some(i)))
+}
+
+/// The measured loader's record of the process that measured it, else the
+/// first DataLoader any process of the unit built (a process that failed
+/// before its window still wrote it at construction).
+pub fn any_loader(files: &[ProcFile]) -> Option<&Value> {
+    measured(files)
+        .and_then(measured_loader)
+        .or_else(|| files.iter().find_map(|f| f.first("loader")))
 }

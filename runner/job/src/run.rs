@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use stallscope_bundle::analysis::{JOB_ID, script_of};
 use stallscope_bundle::{
-    Bundle, Experiment, ExperimentKind, ParamValue, Provenance, RunState, RunStatus, SchemaVersion,
+    Bundle, Experiment, ExperimentKind, Failure, ParamValue, Provenance, RunState, RunStatus,
+    SchemaVersion,
 };
 use stallscope_core::driver::{Progress, UnitCtx};
 use stallscope_core::engine::{bundle_id, final_status};
@@ -55,7 +56,11 @@ pub fn run(
     if let (true, Some(i)) = (compared, index) {
         repeats::grow(&mut s, &mut job, i, args, events);
     }
-    if args.replay || args.tune {
+    let own_crashed = index.is_some_and(|i| own_crashed(&s.bundle.experiments[i]));
+    if own_crashed && (args.replay || args.tune) {
+        events.note("stallscope job: no replay: your settings crash here, so do they replayed");
+    }
+    if (args.replay || args.tune) && !own_crashed {
         let mut r = replay::job(&plan, args.replay_mib);
         if let Some(ri) = s.drive(&mut r, args.repeats) {
             let held = r.replayed.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -108,6 +113,15 @@ fn compared_grid(
     match (tune::probe(plan, cx), args.tune) {
         (Ok(p), true) => {
             let (points, swept, why) = tune::grid(&p, args.warmup, args.steps);
+            if let Some(f) = &p.crashed {
+                // Nothing to measure the noise with: your settings do not run.
+                g.points.truncate(1);
+                events.note(&format!(
+                    "stallscope job --tune: your settings crashed in the probe ({}); searching \
+                     for settings that run",
+                    tune::describe(f)
+                ));
+            }
             events.note(&format!("stallscope job --tune: {why}"));
             g.points.extend(points);
             (g.swept, g.why) = (swept, Some(why));
@@ -149,13 +163,44 @@ fn plan(args: &JobOptions, out_dir: &Path) -> Result<JobPlan, JobError> {
         work,
         python_dir: stallscope_python::packages_dir().map_err(JobError::Packages)?,
         ranks: Default::default(),
+        known: std::sync::Arc::new(crate::fits::Known::new()),
     })
+}
+
+/// Your settings crashed in every repeat they ran (nothing to replay).
+fn own_crashed(e: &Experiment) -> bool {
+    e.configuration(grid::script().id.as_str())
+        .is_some_and(|c| matches!(c.failure, Some(Failure::Crashed { .. })) && c.runs.is_empty())
+}
+
+/// The configurations whose failure is the job's: not a stop, and not,
+/// when another configuration of the comparison ran, one that crashed or
+/// would not fit (those are results of the search for settings that run).
+fn failures(b: &Bundle) -> usize {
+    b.experiments
+        .iter()
+        .map(|e| {
+            let ran = e
+                .configurations
+                .iter()
+                .any(|c| c.failure.is_none() && !c.runs.is_empty());
+            e.configurations
+                .iter()
+                .filter_map(|c| c.failure.as_ref())
+                .filter(|f| !matches!(f, Failure::Interrupted { .. }))
+                .filter(|f| {
+                    !(ran && matches!(f, Failure::Crashed { .. } | Failure::WouldNotFit { .. }))
+                })
+                .count()
+        })
+        .sum()
 }
 
 /// The final status and save, and the ranks' bundles when the command
 /// launched ranks.
 fn finish(mut s: Session, plan: &JobPlan) -> JobOutcome {
     s.bundle.environment.device = Some(what_ran::device(s.accelerator.as_deref()));
+    s.failures = failures(&s.bundle);
     s.bundle.status = final_status(s.interrupted, s.failures);
     s.save();
     let dir = s.path.parent().unwrap_or(Path::new(".")).to_path_buf();

@@ -13,7 +13,7 @@
 //!   stall that workers do not (`--sweep` tries them).
 
 use serde_json::{Map, Value, json};
-use stallscope_bundle::TimingMode;
+use stallscope_bundle::{CrashCause, Failure, TimingMode};
 use stallscope_core::driver::{UnitCtx, UnitError};
 
 use crate::grid::{self, Point};
@@ -29,6 +29,9 @@ pub struct Probe {
     /// Batches of the measured loader one training step took, when the
     /// probe's records say.
     pub batches_per_step: Option<u64>,
+    /// Your settings crashed in the probe, and why: the grid searches from
+    /// there.
+    pub crashed: Option<Failure>,
 }
 
 /// One short process of the script's own settings (no warm-up, one step,
@@ -44,11 +47,17 @@ pub fn probe(plan: &JobPlan, cx: &UnitCtx) -> Result<Probe, String> {
         "probe",
     );
     let job = JobExperiment::new(plan, experiment, vec![json!({})]);
-    match job.one_process(0, "probe", &dir, &TimingMode::WholeRun, 0, cx) {
-        Ok(_) => {}
-        Err(UnitError::Recorded(f)) => return Err(format!("{f:?}")),
+    let crashed = match job.one_process(0, "probe", &dir, &TimingMode::WholeRun, 0, cx) {
+        Ok(_) => None,
+        // A crash is where the search starts: its loader was read back.
+        Err(UnitError::Recorded(f) | UnitError::Partial { failure: f, .. })
+            if matches!(*f, Failure::Crashed { .. }) =>
+        {
+            Some(*f)
+        }
+        Err(UnitError::Recorded(f)) => return Err(describe(&f)),
         Err(e) => return Err(e.to_string()),
-    }
+    };
     let loader = job.seen.lock().unwrap_or_else(|e| e.into_inner())[0].take();
     let accelerator = job
         .accelerator
@@ -61,7 +70,27 @@ pub fn probe(plan: &JobPlan, cx: &UnitCtx) -> Result<Probe, String> {
         accelerator,
         cores,
         batches_per_step: None,
+        crashed,
     })
+}
+
+/// A failure's words.
+pub fn describe(f: &Failure) -> String {
+    match f {
+        Failure::Error { message } | Failure::Crashed { message, .. } => message.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Whether your settings crashed for want of shared memory.
+fn shm_crash(p: &Probe) -> bool {
+    matches!(
+        &p.crashed,
+        Some(Failure::Crashed {
+            cause: CrashCause::SharedMemory,
+            ..
+        })
+    )
 }
 
 /// The worker counts to try: 0, the powers of two up to `cores`, `cores`,
@@ -102,6 +131,10 @@ pub fn grid(p: &Probe, warmup: u32, steps: u32) -> (Vec<Point>, Vec<String>, Str
         let same = o.iter().all(|(k, v)| own(k) == *v)
             && (w > 0 || !persistent || own("persistent_workers") != json!(true));
         if !same {
+            points.push(grid::point(o.clone()));
+        }
+        if w > 0 && shm_crash(p) {
+            o.insert("prefetch_factor".into(), json!(1));
             points.push(grid::point(o));
         }
     }
@@ -126,12 +159,20 @@ pub fn grid(p: &Probe, warmup: u32, steps: u32) -> (Vec<Point>, Vec<String>, Str
             "pin_memory left out (the job trains on the CPU: there is no copy to a device)".into()
         }
     };
+    let prefetch = if shm_crash(p) {
+        swept.push("prefetch_factor".into());
+        "prefetch_factor 1 beside yours wherever there are workers (your settings ran out of \
+         shared memory: fewer batches in flight)"
+    } else {
+        "prefetch_factor as yours"
+    };
     let why = format!(
-        "num_workers {} (0, powers of two up to this machine's {} usable CPUs, the CPUs, your \
-         own {script_workers}); {persist}; {pin}; prefetch_factor, batch_size and the start \
+        "num_workers {} (0, powers of two up to this machine's {} usable CPU{}, the CPUs, \
+         your own {script_workers}); {persist}; {pin}; {prefetch}; batch_size and the start \
          method as yours.",
         list(&worker_counts(script_workers, p.cores)),
-        p.cores
+        p.cores,
+        if p.cores == 1 { "" } else { "s" }
     );
     (points, swept, why)
 }
@@ -160,6 +201,7 @@ mod tests {
             accelerator: accelerator.map(String::from),
             cores: 2,
             batches_per_step: None,
+            crashed: None,
         }
     }
 

@@ -5,6 +5,7 @@
 //! the records come back through files. A command that hangs is stopped at
 //! the timeout, Ctrl-C stops the whole tree, and what finished is kept.
 
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
@@ -15,6 +16,7 @@ use stallscope_bundle::{Experiment, Failure, Run, TimingMode};
 use stallscope_core::driver::{Driven, UnitCtx, UnitError};
 use stallscope_python::{Ending, Process, Spawn, describe_status};
 
+use crate::fits::{self, Known};
 use crate::ranks::RankRuns;
 use crate::{records, what_ran};
 
@@ -32,6 +34,8 @@ pub struct JobPlan {
     pub python_dir: PathBuf,
     /// Every rank's windows, when the command launched ranks.
     pub ranks: Arc<RankRuns>,
+    /// What the fits check knows so far (the batch's bytes, your loader).
+    pub known: Arc<Known>,
 }
 
 /// A job's configurations (the DataLoader overrides of each) as the driver
@@ -74,6 +78,17 @@ impl Driven for JobExperiment {
 
     fn run_unit(&mut self, index: usize, repeat: u32, cx: &UnitCtx) -> Result<Vec<Run>, UnitError> {
         let cid = self.experiment.configurations[index].id.clone();
+        // Your settings always run (whether they crash is the question);
+        // another point that would not fit is not run.
+        let yours = self.overrides[index]
+            .as_object()
+            .is_none_or(|o| o.is_empty());
+        if let Some(f) = (!yours)
+            .then(|| self.plan.known.would_not_fit(&self.overrides[index]))
+            .flatten()
+        {
+            return Err(UnitError::Recorded(Box::new(f)));
+        }
         let mut runs = Vec::new();
         for mode in self.modes.clone() {
             cx.progress
@@ -140,28 +155,7 @@ impl JobExperiment {
         repeat: u32,
         cx: &UnitCtx,
     ) -> Result<Run, UnitError> {
-        // A folder left by an earlier run into the same --out is emptied
-        // first: its records must not mix with this unit's.
-        let _ = std::fs::remove_dir_all(dir);
-        std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
-        let config = json!({
-            "protocol": 1,
-            "out_dir": dir,
-            "mode": mode.as_str(),
-            "warmup": self.plan.warmup,
-            "steps": self.plan.steps,
-            "loader": self.plan.loader,
-            "overrides": self.overrides[index],
-            "replay": self.replay,
-            "unit": unit,
-        });
-        let mut child = self.spawn(&config)?;
-        let status = match child.wait(self.plan.timeout, cx.stop) {
-            Ok(Ending::Exited(status)) => Some(status),
-            Ok(Ending::TimedOut) => None,
-            Ok(Ending::Stopped) => return Err(UnitError::Interrupted),
-            Err(e) => return Err(fail(format!("waiting for the command: {e}"))),
-        };
+        let status = self.launch(index, unit, dir, mode, cx)?;
         let files = records::read_dir(dir).map_err(fail)?;
         let (steps, loader) = (self.plan.steps, self.plan.loader);
         // Every rank's window, for the per-rank bundles (not the probe's:
@@ -172,9 +166,88 @@ impl JobExperiment {
                 .ranks
                 .record(key, &files, (mode, repeat), (steps, loader));
         }
+        // What the DataLoader really used, even when the process failed
+        // afterwards (the record is written at construction).
+        if let Some(l) = records::any_loader(&files) {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            seen[index].get_or_insert_with(|| l.clone());
+            if self.overrides[index]
+                .as_object()
+                .is_some_and(|o| o.is_empty())
+            {
+                let mut own = self
+                    .plan
+                    .known
+                    .own
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                own.get_or_insert_with(|| l.clone());
+            }
+        }
+        let run = self.judge(&files, status, mode, repeat);
+        let (signal, code) = (
+            status.and_then(|s| s.signal()),
+            status.and_then(|s| s.code()),
+        );
+        run.map_err(|e| match e {
+            UnitError::Recorded(f) => {
+                UnitError::Recorded(Box::new(fits::by_cause(*f, signal, code)))
+            }
+            UnitError::Partial { runs, failure } => UnitError::Partial {
+                runs,
+                failure: Box::new(fits::by_cause(*failure, signal, code)),
+            },
+            other => other,
+        })
+    }
+
+    /// Start the command in `mode` with its records going to `dir`, and
+    /// wait: its exit status, or `None` past the timeout.
+    fn launch(
+        &self,
+        index: usize,
+        unit: &str,
+        dir: &Path,
+        mode: &TimingMode,
+        cx: &UnitCtx,
+    ) -> Result<Option<ExitStatus>, UnitError> {
+        // A folder left by an earlier run into the same --out is emptied
+        // first: its records must not mix with this unit's.
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
+        let config = json!({
+            "protocol": records::PROTOCOL,
+            "out_dir": dir,
+            "mode": mode.as_str(),
+            "warmup": self.plan.warmup,
+            "steps": self.plan.steps,
+            "loader": self.plan.loader,
+            "overrides": self.overrides[index],
+            "replay": self.replay,
+            "unit": unit,
+        });
+        let mut child = self.spawn(&config)?;
+        match child.wait(self.plan.timeout, cx.stop) {
+            Ok(Ending::Exited(status)) => Ok(Some(status)),
+            Ok(Ending::TimedOut) => Ok(None),
+            Ok(Ending::Stopped) => Err(UnitError::Interrupted),
+            Err(e) => Err(fail(format!("waiting for the command: {e}"))),
+        }
+    }
+
+    /// The unit's run from its records and how the process ended, or its
+    /// failure with the steps measured before it.
+    fn judge(
+        &self,
+        files: &[records::ProcFile],
+        status: Option<ExitStatus>,
+        mode: &TimingMode,
+        repeat: u32,
+    ) -> Result<Run, UnitError> {
+        let (steps, loader) = (self.plan.steps, self.plan.loader);
         // A window that did not complete: its failure, with the steps it
         // measured kept as a partial run.
-        let partial = |message: String| match records::measured(&files)
+        let partial = |message: String| match records::measured(files)
             .and_then(|f| records::partial_run(f, mode, repeat))
         {
             Some(run) => UnitError::Partial {
@@ -184,7 +257,7 @@ impl JobExperiment {
             None => fail(message),
         };
         let Some(status) = status else {
-            let at = records::ended(&files, steps, loader).map_or_else(
+            let at = records::ended(files, steps, loader).map_or_else(
                 || format!(", and the measured DataLoader (iteration index {loader}) was never iterated"),
                 |w| format!(": {w}"),
             );
@@ -193,11 +266,11 @@ impl JobExperiment {
                 self.plan.timeout.as_secs_f64()
             )));
         };
-        let Some(f) = records::measured(&files) else {
-            return Err(fail(never_measured(&files, status, &self.plan)));
+        let Some(f) = records::measured(files) else {
+            return Err(fail(never_measured(files, status, &self.plan)));
         };
         let Some(done) = f.first("done") else {
-            let why = match records::ended(&files, steps, loader) {
+            let why = match records::ended(files, steps, loader) {
                 Some(why) => format!("{why} ({})", exited(status, &self.plan)),
                 None => exited(status, &self.plan),
             };
@@ -206,14 +279,17 @@ impl JobExperiment {
         if let Some(a) = done["accelerator"].as_str() {
             *self.accelerator.lock().unwrap_or_else(|e| e.into_inner()) = Some(a.to_string());
         }
-        if let Some(l) = records::measured_loader(f) {
-            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-            seen[index].get_or_insert_with(|| l.clone());
-        }
         if let Some(r) = f.first("replay") {
             *self.replayed.lock().unwrap_or_else(|e| e.into_inner()) = Some(r.clone());
         }
-        Ok(records::run(f, done, mode, repeat))
+        let run = records::run(f, done, mode, repeat);
+        if let Some(w) = &run.whole_run
+            && let (Some(bytes), Some(steps)) = (w.bytes, w.steps)
+            && steps > 0
+        {
+            self.plan.known.saw_batch_bytes(bytes / steps);
+        }
+        Ok(run)
     }
 
     /// The command, its output passed through, the instrumentation injected.

@@ -12,8 +12,8 @@
 
 use serde_json::Value;
 use stallscope_bundle::analysis::{
-    JOB_SCRIPT_ID, Summary, change_of, job_closing, job_noise_floor, pair_order, pair_ratios,
-    tune_choice, verification_confirmed,
+    JOB_SCRIPT_ID, Summary, change_of, fallback_pick, job_closing, job_noise_floor, pair_order,
+    pair_ratios, tune_choice, verification_confirmed,
 };
 use stallscope_bundle::{Experiment, ExperimentKind, ParamValue, TimingMode};
 
@@ -50,6 +50,12 @@ pub fn recommend(s: &mut Session, plan: &JobPlan, pairs: u32, index: usize, job:
         s.bundle.experiments[index]
             .settings
             .insert("tune_change".into(), ParamValue::from(stored));
+    } else if let Some(pick) = fallback_pick(&e).and_then(|c| change_of(&e, &c.id)) {
+        // Your settings crashed: the fastest that ran, unverifiable against
+        // settings that do not run here.
+        s.bundle.experiments[index]
+            .settings
+            .insert("tune_change".into(), ParamValue::from(pick));
     }
     let text = job_closing(&s.bundle);
     s.bundle.experiments[index].settings.insert(

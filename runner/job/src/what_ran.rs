@@ -31,6 +31,9 @@ pub(crate) fn record_what_ran(e: &mut Experiment, seen: &[Option<Value>]) -> Vec
     let mut notes = Vec::new();
     let swept = e.swept.clone();
     for (c, loader) in e.configurations.iter_mut().zip(seen.iter()) {
+        if c.batch_bytes.is_none() {
+            c.batch_bytes = batch_bytes(c);
+        }
         for key in &swept {
             if c.params.contains_key(key) {
                 continue;
@@ -72,4 +75,13 @@ pub(crate) fn record_what_ran(e: &mut Experiment, seen: &[Option<Value>]) -> Vec
         }
     }
     notes
+}
+
+/// Bytes of one batch, from a whole-run window's bytes over its steps.
+fn batch_bytes(c: &stallscope_bundle::Configuration) -> Option<u64> {
+    c.runs.iter().find_map(|r| {
+        let w = r.whole_run.as_ref()?;
+        let (bytes, steps) = (w.bytes?, w.steps?);
+        (steps > 0 && bytes > 0).then(|| bytes / steps)
+    })
 }

@@ -88,12 +88,37 @@ fn telling_line(message: &str, cause: &CrashCause) -> String {
         .iter()
         .find(matches)
         .or(lines.last())
-        .map_or(String::new(), |l| l.to_string());
+        .map_or(String::new(), |l| clause(l).to_string());
     if line.chars().count() > LINE_CHARS {
         line.chars().take(LINE_CHARS - 1).chain(['…']).collect()
     } else {
         line
     }
+}
+
+/// Within one long line (a message that strings an exit, an exception and
+/// a traceback's frame together), the exception that names the cause:
+/// from the error's name (`RuntimeError: ...`) before the first telling
+/// words to the end of that clause.
+fn clause(line: &str) -> &str {
+    const TELLING: [&str; 6] = [
+        "shared memory",
+        "bus error",
+        "killed by signal",
+        "no space left",
+        "cannot allocate memory",
+        "exited unexpectedly",
+    ];
+    let lower = line.to_ascii_lowercase();
+    let Some(k) = TELLING.iter().filter_map(|t| lower.find(t)).min() else {
+        return line;
+    };
+    let start = line[..k]
+        .rfind("Error: ")
+        .and_then(|e| line[..e].rfind([' ', '(']).map(|s| s + 1).or(Some(0)))
+        .unwrap_or(0);
+    let end = line[k..].find(") (").map_or(line.len(), |e| k + e);
+    line[start..end].trim()
 }
 
 /// "; ended by signal 9 (SIGKILL)" after `line`.
@@ -152,6 +177,24 @@ mod tests {
                         Segmentation fault. ";
     const EXITED: &str = "RuntimeError: DataLoader worker (pid(s) 2107, 2108) exited unexpectedly";
     const DISK: &str = "OSError: [Errno 28] No space left on device: '/tmp/ckpt/step_100.pt'";
+
+    #[test]
+    fn a_long_line_is_cut_to_the_exception_that_names_the_cause() {
+        let job = "the script ended (exception) after 0 of 4 steps, in its window: RuntimeError: \
+                   unable to allocate shared memory(shm) for file </torch_5264_2138023531_0>: \
+                   Resource temporarily unavailable (11) (File \"/root/x.py\", line 3) \
+                   (python train.py ended with exit status 1)";
+        let Failure::Crashed { message, .. } = crash_failure(job, None, Some(1)) else {
+            panic!("a crash");
+        };
+        assert!(
+            message.starts_with(
+                "shared memory exhausted: RuntimeError: unable to allocate shared memory(shm)"
+            ),
+            "{message}"
+        );
+        assert!(!message.contains("/root/x.py"), "{message}");
+    }
 
     #[test]
     fn pytorch_texts_get_their_causes() {

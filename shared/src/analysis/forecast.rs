@@ -122,9 +122,10 @@ fn shm_in_flight(i: &ForecastInputs, limits: Option<&HostLimits>) -> Option<Fore
         bytes,
         limit_bytes,
         basis: format!(
-            "{} of shared memory in flight ({} workers × prefetch_factor {} × {} batches{step}){against}",
+            "{} of shared memory in flight ({} worker{} × prefetch_factor {} × {} batches{step}){against}",
             show_bytes(bytes as f64),
             i.workers,
+            if i.workers == 1 { "" } else { "s" },
             prefetch(i),
             show_bytes(b as f64),
         ),

@@ -6,6 +6,7 @@
 //! ceiling; with `--replay` alone: the replay's sentence, reconciled with
 //! the training thread's own wait (contention).
 
+use crate::analysis::change::change_of;
 use crate::analysis::noise::{
     RatioDifference, RatioVerdict, job_noise_floor, pair_order, ratio_interval,
     verification_confirmed,
@@ -15,8 +16,8 @@ use crate::analysis::units::{group_thousands, show_percent, show_ratio};
 use crate::analysis::your_job::{
     JOB_ID, JOB_SCRIPT_ID, JOB_VERIFY_ID, replay_ceiling, replay_stall,
 };
-use crate::analysis::{contention, replay_text};
-use crate::format::{Bundle, Experiment, ParamValue};
+use crate::analysis::{contention, crashed, replay_text};
+use crate::format::{Bundle, Experiment};
 
 /// What the verification's pairs said.
 struct Pairs {
@@ -37,36 +38,14 @@ pub fn job_closing(b: &Bundle) -> Vec<String> {
     out
 }
 
-/// The change to make to the script's DataLoader call: the chosen
-/// configuration's swept values that differ from yours, in Python.
-pub fn change_of(e: &Experiment, chosen: &str) -> Option<String> {
-    let c = e.configuration(chosen)?;
-    let own = e.configuration(JOB_SCRIPT_ID)?;
-    let args: Vec<String> = e
-        .swept
-        .iter()
-        .filter_map(|k| Some((k, c.params.get(k)?)))
-        .filter(|(k, v)| own.params.get(k.as_str()) != Some(*v))
-        .map(|(k, v)| format!("{k}={}", python(v)))
-        .collect();
-    (!args.is_empty()).then(|| format!("DataLoader(..., {})", args.join(", ")))
-}
-
-fn python(v: &ParamValue) -> String {
-    match v {
-        ParamValue::Bool(true) => "True".into(),
-        ParamValue::Bool(false) => "False".into(),
-        ParamValue::Text(s) => format!("{s:?}"),
-        ParamValue::Int(n) => n.to_string(),
-        ParamValue::Float(x) => x.to_string(),
-    }
-}
-
 fn tune_text(b: &Bundle, e: &Experiment) -> Vec<String> {
     let Some(choice) = tune_choice(e, JOB_SCRIPT_ID, &[]) else {
-        return vec![
-            "No recommendation: your settings have no whole-run figure (see their failure).".into(),
-        ];
+        return crashed::text(b, e).unwrap_or_else(|| {
+            vec![
+                "No recommendation: your settings have no whole-run figure (see their failure)."
+                    .into(),
+            ]
+        });
     };
     let mut text = if choice.keep {
         keep(e, &choice)

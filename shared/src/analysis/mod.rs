@@ -8,10 +8,12 @@
 //! the verdicts it allows, forecasts of what fits, and the causes of
 //! crashes.
 
+mod change;
 mod compare;
 mod contention;
 mod cost;
 mod crash;
+mod crashed;
 mod floored;
 mod forecast;
 mod job;
@@ -32,13 +34,15 @@ mod units;
 mod verdict;
 mod your_job;
 
+pub use change::change_of;
 pub use compare::*;
 pub use contention::{RECONCILE_POINTS, Reconciliation, reconcile};
 pub use cost::*;
 pub use crash::*;
+pub use crashed::fallback_pick;
 pub use forecast::*;
 pub use job::*;
-pub use job_text::{change_of, job_closing};
+pub use job_text::job_closing;
 pub use key::*;
 pub use metric::*;
 pub use noise::*;

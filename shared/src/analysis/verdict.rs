@@ -543,11 +543,28 @@ fn fastest_verdict(e: &Experiment, phase: Phase) -> Option<Verdict> {
         .and_then(|b| rates.iter().find(|(c, _)| c.id == b))
         .or_else(|| rates.first())
         .copied();
-    let mut headline = format!(
-        "Fastest: {} at {}",
-        config_name(e, best),
-        rate_text(e, best_rate)
-    );
+    // "Fastest" only where there was a choice.
+    let mut headline = if rates.len() == 1 {
+        let of = if e.configurations.len() > 1 {
+            format!(
+                ", the only one of {} configurations with a figure",
+                e.configurations.len()
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{} ran at {}{of}",
+            config_name(e, best),
+            rate_text(e, best_rate)
+        )
+    } else {
+        format!(
+            "Fastest: {} at {}",
+            config_name(e, best),
+            rate_text(e, best_rate)
+        )
+    };
     if let Some((bc, br)) = base.filter(|(bc, _)| bc.id != best.id) {
         headline.push_str(&format!(
             " ({} {})",
@@ -562,9 +579,10 @@ fn fastest_verdict(e: &Experiment, phase: Phase) -> Option<Verdict> {
     Some(Verdict {
         headline,
         figure: format!(
-            "whole-run {} median of {} configurations",
+            "whole-run {} median of {} configuration{}",
             phase.as_str(),
-            rates.len()
+            rates.len(),
+            if rates.len() == 1 { "" } else { "s" }
         ),
         mode: Some(TimingMode::WholeRun),
     })
