@@ -55,8 +55,11 @@ pub(crate) fn run(repo: &Path, what: Setup) -> Result<()> {
     let mut done = Vec::new();
     let peers = what == Setup::Peers;
     debian_packages(&mut done, what)?;
-    wasm_target(&mut done)?;
-    wasm_bindgen(&mut done)?;
+    // The demo's first figure needs no viewer: its tools come after it.
+    if what != Setup::Demo {
+        wasm_target(&mut done)?;
+        wasm_bindgen(&mut done)?;
+    }
     let dir = libtorch_dir(repo, &mut done)?;
     let python = if peers {
         Some(crate::peers::ensure(&mut done)?)
@@ -79,6 +82,18 @@ pub(crate) fn run(repo: &Path, what: Setup) -> Result<()> {
             start.elapsed().as_secs_f64(),
             done.join("; ")
         );
+    }
+    Ok(())
+}
+
+/// The viewer's tools (the wasm32 target, wasm-bindgen-cli), which the
+/// demo installs once its first figure is printed.
+pub(crate) fn viewer_tools() -> Result<()> {
+    let mut done = Vec::new();
+    wasm_target(&mut done)?;
+    wasm_bindgen(&mut done)?;
+    if !done.is_empty() {
+        println!("setup: {}", done.join("; "));
     }
     Ok(())
 }

@@ -9,11 +9,11 @@
 
 use crate::analysis::metric::{Metric, MetricKey, metric_value, preferred_phase};
 use crate::analysis::replay_text::script_whole_run;
-use crate::analysis::units::{show_percent, show_step_ms as ms};
+use crate::analysis::units::{show_percent, show_ratio, show_step_ms as ms};
 use crate::analysis::your_job::{
     JOB_ID, JOB_REPLAY_ID, JOB_SCRIPT_ID, replay_ceiling, replay_stall,
 };
-use crate::format::{Bundle, TimingMode};
+use crate::format::{Bundle, ParamValue, TimingMode};
 
 /// The least gap, in points of the step, that this reconciles.
 pub const RECONCILE_POINTS: f64 = 0.05;
@@ -70,14 +70,31 @@ pub fn sentence(b: &Bundle) -> Option<String> {
         show_percent(r.wait_share),
         show_percent(r.replay_stall)
     );
+    let workers = b
+        .experiment(JOB_ID)
+        .and_then(|e| e.configuration(JOB_SCRIPT_ID))
+        .and_then(|c| match c.params.get("actual_num_workers") {
+            Some(ParamValue::Int(n)) => Some(*n),
+            _ => None,
+        });
     Some(match (r.contention(), r.compute_s, r.replay_compute_s) {
+        (Some(_), Some(with), Some(free)) if workers == Some(0) => format!(
+            "{head} With no worker processes nothing takes the model's cores: the rest is the \
+             training thread's own work with a fresh batch (its compute took {} per step with the \
+             loader against {} in replay).",
+            ms(with),
+            ms(free)
+        ),
         (Some(c), Some(with), Some(free)) if c > 0.0 => format!(
             "{head} The rest is contention: the model's compute took {} per step with the loader \
-             running against {} in replay ({} slower), its workers taking the cores the model \
-             uses.",
+             running against {} in replay ({}), its workers taking the cores the model uses.",
             ms(with),
             ms(free),
-            show_percent(c)
+            if c >= 1.0 {
+                format!("{} as long", show_ratio(c + 1.0))
+            } else {
+                format!("{} slower", show_percent(c))
+            }
         ),
         _ => format!(
             "{head} The model's compute per step was no slower with the loader running, so the \

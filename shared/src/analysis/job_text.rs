@@ -154,7 +154,10 @@ fn against_floor(v: Option<&RatioVerdict>, ratio: f64) -> String {
                 _ => format!("{}, beyond the {floor} noise floor", interval(v)),
             }
         }
-        None => format!("{} by the spread of the repeats", show_ratio(ratio)),
+        None => format!(
+            "{} judged by the spread of the repeats: no A/A pair in this bundle",
+            show_ratio(ratio)
+        ),
     }
 }
 
@@ -176,12 +179,12 @@ fn verified_sentence(p: &Pairs, e: &Experiment) -> String {
     let min = p.ratios.iter().copied().fold(f64::INFINITY, f64::min);
     let max = p.ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let floor = job_noise_floor(e).map_or_else(
-        || "every pair faster".to_string(),
-        |f| format!("the {} noise floor", show_percent(f.rate_floor)),
+        || "by every pair being faster (no A/A pair in this bundle)".to_string(),
+        |f| format!("against the {} noise floor", show_percent(f.rate_floor)),
     );
     let how = format!(
         "median of {} interleaved whole-run A/B pairs, each run a fresh process, in the order {}; \
-         pairs {}–{}; judged against {floor}",
+         pairs {}–{}; judged {floor}",
         i.n,
         pair_order(i.n),
         show_ratio(min),
