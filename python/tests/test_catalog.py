@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import unittest
 from concurrent.futures import ThreadPoolExecutor
@@ -49,6 +50,8 @@ from stallscope_job import launch  # noqa: E402
 
 WARMUP, STEPS = 5, 20
 SHARE_POINTS, STEP_RATIO = 0.05, 0.05
+# An input-bound unit whose own training thread waited less than this was slowed by a busy machine.
+BUSY_SHARE = 0.25
 MODES = ("whole_run", "diagnostic")
 REGIMES = ("input", "compute")
 TIMEOUT_S = 240
@@ -247,6 +250,7 @@ def print_table() -> None:
     """Every unit's figures, on stderr (100 columns)."""
     rows = [f"{'shape/regime/mode':<34} {'share':>7} {'truth':>7} {'diff':>6} {'step ms':>8} "
             f"{'truth':>7} {'ratio':>6} {'run s':>6}"]
+    input_shares = []
     for key, future in _UNITS.items():
         unit = future.result()
         try:
@@ -255,9 +259,17 @@ def print_table() -> None:
             why = str(e).split(": ", 1)[-1]
             rows.append(f"{unit.name:<34} no figures: {why[:46]:<46} {unit.seconds:>6.1f}")
             continue
+        if unit.regime == "input":
+            input_shares.append((unit.name, f.t_share))
         rows.append(f"{unit.name:<34} {f.s_share:>7.1%} {f.t_share:>7.1%} "
                     f"{(f.s_share - f.t_share) * 100:>+6.1f} {f.s_step / f.steps / 1e6:>8.1f} "
                     f"{f.t_step / f.steps / 1e6:>7.1f} {f.step_ratio:>6.2f} {unit.seconds:>6.1f}")
+    busy = [name for name, share in input_shares if share < BUSY_SHARE]
+    if busy:
+        rows.append(textwrap.fill(
+            f"Input-bound units whose own thread waited under {BUSY_SHARE:.0%} of its steps (the "
+            f"machine was too busy for the regime; the two clocks still compare): {', '.join(busy)}",
+            width=100))
     rows.append(f"catalog: {len(_UNITS)} units in {time.monotonic() - _STARTED:.0f} s")
     print("\n" + "\n".join(rows), file=sys.stderr)
 
