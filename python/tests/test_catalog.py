@@ -12,11 +12,11 @@ per timing mode (`launch.config` and `launch.job_env`: one process each).
 Per shape, regime and mode: stallscope's window opens in the script's step `warmup` and closes
 at the end of its step `warmup + steps - 1` (each record's `mono_ns` against the end of each of
 the script's steps, the same clock); over the window (stallscope's step j is the script's step
-warmup + j, the window's first step left out: see `Figures._pair`), stallscope's wait share (its
-data waits summed over its step times summed) is within 5 percentage points of the script's
-own, and its mean step within 5% of the script's. The script's figures come from the script each run; nothing
-expected is written here. A shape whose package is missing fails with the command that
-installs it (CI installs them with `cargo xtask setup --peers`).
+warmup + j: see `Figures._pair`), stallscope's wait share (its data waits summed over its step
+times summed) is within 5 percentage points of the script's own, and its mean step within 5% of
+the script's. The script's figures come from the script each run; nothing expected is written
+here. A shape whose package is missing fails with the command that installs it (CI installs
+them with `cargo xtask setup --peers`).
 
 The units run STALLSCOPE_TEST_JOBS at a time (3 by default: most of a unit is importing torch
 and the packages). OMP_NUM_THREADS=1 in every unit: units share a small machine, and OpenMP's
@@ -145,21 +145,20 @@ class Figures:
         return {line["step"]: line for line in lines}
 
     def _pair(self) -> None:
-        """stallscope's window step j against the script's step WARMUP + j, for j from 1.
+        """stallscope's window step j against the script's step WARMUP + j.
 
-        Step 0 of the window is left out on both sides: stallscope opens its window there with
-        work of its own (the process tree's CPU and memory snapshots) that it keeps off its clock
-        by design, and that the script's clock cannot tell from its own step. The script writes a
-        step's line at its optimizer's own post-hook; if stallscope ends the process inside that
-        optimizer step before the hook, the window's last line is missing: that step is left out
-        on both sides too. Nothing else may be missing."""
+        The script writes a step's line at its optimizer's own post-hook; if stallscope ends the
+        process inside that optimizer step before the hook, the window's last line is missing:
+        that step is left out on both sides. Nothing else may be missing. What stallscope does
+        at the window's opening off its clock (snapshots, about 1 ms: docs/job-protocol.md)
+        falls in the script's first window step, and counts against stallscope's figures."""
         wait_key = "next_wait_ns" if self.unit.mode == "diagnostic" else "next_ns"
         steps, waits = self.series.get("step_ns", []), self.series.get(wait_key, [])
         if len(steps) != STEPS or len(waits) != STEPS:
             raise AssertionError(f"{self.unit.name}: stallscope's window has {len(steps)} steps and "
                                  f"{len(waits)} {wait_key}, expected {STEPS}")
-        pairs = [(j, WARMUP + j) for j in range(1, STEPS) if WARMUP + j in self.truth]
-        if [t for _, t in pairs[:STEPS - 2]] != list(range(WARMUP + 1, WARMUP + STEPS - 1)):
+        pairs = [(j, WARMUP + j) for j in range(STEPS) if WARMUP + j in self.truth]
+        if [t for _, t in pairs[:STEPS - 1]] != list(range(WARMUP, WARMUP + STEPS - 1)):
             raise AssertionError(f"{self.unit.name}: the script's truth lacks window steps: it has "
                                  f"steps {_span(self.truth)} for the window's "
                                  f"{WARMUP}..{WARMUP + STEPS - 1}; {self.where()}")
