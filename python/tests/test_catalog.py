@@ -13,10 +13,10 @@ Per shape, regime and mode: stallscope's window opens in the script's step `warm
 at the end of its step `warmup + steps - 1` (each record's `mono_ns` against the end of each of
 the script's steps, the same clock); over the window (stallscope's step j is the script's step
 warmup + j: see `Figures._pair`), stallscope's wait share (its data waits summed over its step
-times summed) is within 5 percentage points of the script's own, and its mean step within 5% of
-the script's. The script's figures come from the script each run; nothing expected is written
-here. A shape whose package is missing fails with the command that installs it (CI installs
-them with `cargo xtask setup --peers`).
+times summed) is within 5 percentage points of the script's own, its mean step within 5% of the
+script's, and the samples its steps count are the script's. The script's figures come from the
+script each run; nothing expected is written here. A shape whose package is missing fails with
+the command that installs it (CI installs them with `cargo xtask setup --peers`).
 
 The units run STALLSCOPE_TEST_JOBS at a time (3 by default: most of a unit is importing torch
 and the packages). OMP_NUM_THREADS=1 in every unit: units share a small machine, and OpenMP's
@@ -76,7 +76,7 @@ if os.environ.get("STALLSCOPE_CATALOG"):
     _chosen = os.environ["STALLSCOPE_CATALOG"].split(",")
     _unknown = sorted(set(_chosen) - set(SHAPES))
     if _unknown:
-        raise SystemExit(f"STALLSCOPE_CATALOG: unknown shapes {_unknown} (expected some of {list(SHAPES)})")
+        raise ValueError(f"STALLSCOPE_CATALOG: unknown shapes {_unknown} (expected some of {list(SHAPES)})")
     SHAPES = {name: needs for name, needs in SHAPES.items() if name in _chosen}
 
 
@@ -168,6 +168,9 @@ class Figures:
         self.s_wait = sum(waits[j] for j, _ in pairs)
         self.t_step = sum(line["step_ns"] for line in ours)
         self.t_wait = sum(line["wait_ns"] for line in ours)
+        samples = self.series.get("samples", [])
+        self.s_samples = sum(samples[j] or 0 for j, _ in pairs) if len(samples) == STEPS else None
+        self.t_samples = sum(line["samples"] for line in ours)
 
     @property
     def s_share(self) -> float:
@@ -291,6 +294,8 @@ class Catalog(unittest.TestCase):
                              f"wait share off by more than {SHARE_POINTS:.0%} points: {f.describe()}")
         self.assertLessEqual(abs(f.step_ratio - 1), STEP_RATIO,
                              f"mean step off by more than {STEP_RATIO:.0%}: {f.describe()}")
+        self.assertEqual(f.s_samples, f.t_samples,
+                         f"samples over the window's {f.steps} steps: {f.describe()}")
 
 
 def _test(shape: str, regime: str, mode: str):
