@@ -110,10 +110,14 @@ class Unit:
         argv = [sys.executable, str(CATALOG / f"{self.shape}.py"), "--regime", self.regime,
                 "--steps", str(2 * (WARMUP + STEPS) + 10)]
         t0 = time.monotonic()
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=TIMEOUT_S,
-                              cwd=str(self.folder))
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=TIMEOUT_S,
+                                  cwd=str(self.folder))
+            self.status, self.stderr = proc.returncode, proc.stderr
+        except subprocess.TimeoutExpired as e:
+            tail = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr or ""
+            self.stderr = f"{tail}\n(killed: still running after {TIMEOUT_S} s)"
         self.seconds = time.monotonic() - t0
-        self.status, self.stderr = proc.returncode, proc.stderr
         return self
 
 
@@ -257,7 +261,7 @@ def print_table() -> None:
         unit = future.result()
         try:
             f = Figures(unit)
-        except AssertionError as e:
+        except Exception as e:  # the unit's own test reports it in full
             why = str(e).split(": ", 1)[-1]
             rows.append(f"{unit.name:<34} no figures: {why[:46]:<46} {unit.seconds:>6.1f}")
             continue
