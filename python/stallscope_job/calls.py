@@ -103,7 +103,8 @@ class Calls:
         try:
             info.iter_start, info.iter_ns = start, end - start
             info.epoch += 1
-            info.first_pending, info.stopped = True, False
+            info.first_pending = True
+            info.refresh()
             info.threads.add(thread)
             info.it_ref = weakref.ref(it)
             if "_stallscope_src" not in it.__dict__:
@@ -135,7 +136,9 @@ class Calls:
             tr = self.session.tracker
             tid = get_ident()
             if tid != tr.tid:
-                tr.feeders[tid] = info
+                feeders = tr.feeders
+                if feeders.get(tid) is not info:
+                    feeders[tid] = info
                 if tr.mode is None and self._fallback_due(info):
                     tr.enter_fallback(info, tid)
             training = tid == tr.tid and not tr.depth
@@ -180,12 +183,20 @@ class Calls:
             self._count(info, batch)
         return batch
 
+    def count(self, info: LoaderInfo, batch) -> None:
+        """A batch another thread took (the feeders' fast path): counted for the memory record."""
+        try:
+            self._count(info, batch)
+        except Exception as e:  # noqa: BLE001 (reported; the batch still goes to the script)
+            self.fail("recording a batch", e)
+
     def _count(self, info: LoaderInfo, batch) -> None:
         s = self.session
         info.count(*records.batch_size_and_bytes(batch, s.torch.Tensor), s.phase == "window")
 
     def _epoch_record(self, it, info: LoaderInfo, first_ns: int | None) -> None:
         info.first_pending = False
+        info.refresh()
         tr, s = self.session.tracker, self.session
         try:
             thread = "unknown" if tr.tid is None else "training" if get_ident() == tr.tid else "other"
@@ -239,14 +250,14 @@ class Calls:
         except Exception as e:  # noqa: BLE001 (reported; the get goes on unmeasured)
             self.fail("measuring a queue's get()", e)
             return orig(q, block, timeout)
-        tr.depth, tr.fetching_since = 1, t0
+        tr.depth = t0
         item, ok = None, False
         try:
             item = orig(q, block, timeout)
             ok = True
             return item
         finally:
-            tr.depth, tr.fetching_since = 0, None
+            tr.depth = 0
             self._got(tr, info, t0, item if ok else None)
 
     def _got(self, tr, info: QueueInfo, t0: int, item) -> None:
@@ -256,7 +267,7 @@ class Calls:
             if info.data:
                 if info.pending is not None:
                     tr.adopt_pending(info)
-                tr.fetched(info, t0, returned, synced, item, False)
+                tr.log.append((t0, returned, synced, info, item, False, not tr.grad_enabled()))
             else:
                 tr.pending_get(info, t0, returned, synced)
         except Exception as e:  # noqa: BLE001 (reported; the item still goes to the script)
@@ -275,3 +286,10 @@ class Calls:
             self.session.tracker.optimizer_step(optimizer)
         except Exception as e:  # noqa: BLE001 (reported; the step is done all the same)
             self.fail("watching an optimizer step", e)
+
+    def step_ends(self) -> None:
+        """The lead optimizer's step in the training thread (the fast path of optimizer_step)."""
+        try:
+            self.session.boundary()
+        except Exception as e:  # noqa: BLE001 (reported; the step is done all the same)
+            self.fail("ending a training step", e)

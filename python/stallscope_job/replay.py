@@ -32,12 +32,14 @@ class Replay:
         self.loaders, self.started_at = loaders, at_step
         for info in loaders:
             info.replay = PENDING
+            info.refresh()
 
     def ready(self, at_step: int) -> bool:
         pending = [i for i in self.loaders if i.replay is PENDING]
         if pending and at_step - self.started_at >= GIVE_UP:
             for info in pending:
                 info.replay = None
+                info.refresh()
                 info.replay_facts = {"batches": 0, "bytes": 0, "gather_s": 0.0,
                                      "short": f"not fetched in the {GIVE_UP} steps after warm-up: "
                                               "not replayed"}

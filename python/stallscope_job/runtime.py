@@ -47,6 +47,8 @@ class Runtime(Calls):
         self.active = False
         self.disabled = False
         self.live = False  # the patched calls measure (active, not disabled, window not over)
+        self.fast_tid = None  # the training thread, while its fetches and backward take the fast path
+        self.tracker = None
         self.constructed = 0
         self.iterated = 0
         self.loaders: dict[int, object] = {}  # id(loader) -> LoaderInfo
@@ -95,6 +97,7 @@ class Runtime(Calls):
         sigterm = lifecycle.install(self)
         self.hooks_installed = True
         self.session = Session(self)
+        self.tracker = self.session.tracker
         if not self.hot_installed:
             patches.hot(self, self.patches)
             self.hot_installed = True
@@ -138,6 +141,7 @@ class Runtime(Calls):
         sys.stderr.flush()
         self.disabled = True
         self.live = False
+        self.fast_tid = None
         if self.writer is None:
             try:
                 self.writer = records.Writer(self.config.out_dir, os.getpid())
@@ -197,6 +201,7 @@ class Runtime(Calls):
         self.over = True
         self.exit_pending = exit_pending
         self.live = exit_pending
+        self.fast_tid = None
 
     def exit_now(self) -> None:
         """Called by the tracker at the training thread's first call after `done`."""

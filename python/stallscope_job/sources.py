@@ -69,9 +69,9 @@ class LoaderInfo(Source):
         self.iteration = None
         self.decisions = decisions
         self.it_ref = None  # the newest iterator
-        self.stopped = False  # its last fetch raised StopIteration, none returned a batch since
         self.epoch = -1
         self.first_pending = False
+        self.plain = True  # no first batch pending, no replay: the training thread's fast path
         self.iter_start = self.iter_ns = 0
         self.delivered = 0  # batches returned, any thread
         self.window = [0, 0, 0]  # batches, samples, bytes delivered inside the window (any thread)
@@ -95,7 +95,11 @@ class LoaderInfo(Source):
             w[2] += nbytes
 
     def ended(self) -> bool:
-        return self.stopped or (self.it_ref is not None and self.it_ref() is None)
+        """Its newest iterator was freed (a StopIteration is the burst's to see)."""
+        return self.it_ref is not None and self.it_ref() is None
+
+    def refresh(self) -> None:
+        self.plain = not self.first_pending and self.replay is None
 
 
 class QueueInfo(Source):
@@ -112,6 +116,8 @@ class QueueInfo(Source):
         self.loaders: list = []  # the LoaderInfo of each feeder that put into it
         self.pending = None  # [event, first start, ns, synced ns] of gets before it became a data queue
         self.gets = 0
+        self.last_feeder = None  # the feeder's loader of the last put seen (a put by it again: nothing new)
+        self.fed_note = f"fed queue #{index}"
 
     def label(self) -> str:
         return f"queue #{self.index}"
@@ -120,5 +126,6 @@ class QueueInfo(Source):
         return self.ref() is None
 
     def fed_by(self, loader) -> None:
+        self.last_feeder = loader
         if loader is not None and loader not in self.loaders:
             self.loaders.append(loader)

@@ -9,13 +9,16 @@ docs/job-protocol.md ("The step") is the contract; in short:
   DataLoader iterator (`next()`, and `iter()`, which restarts non-persistent workers), however deep
   in generators and wrappers of its own, and its `get` on a **data queue** (a `queue.Queue` that a
   thread iterating a DataLoader put into). Calls nested inside one of these count once;
-- fetches are classified in **bursts** (a source's fetches since the last backward or optimizer
-  step), when the next backward or optimizer step comes: training data, or a validation pass,
-  whose span (`apart_ns`) is taken out of the step (sources.py names the rules);
+- fetches are classified in **bursts** (a source's fetches between two events: a backward or an
+  optimizer step), as training data or a validation pass, whose span (`apart_ns`) is taken out of
+  the step (sources.py names the rules);
 - with no optimizer stepping, the **fallback** times the loop that consumes DataLoader
   `config.loader` (iteration index), as protocol 1 did.
 
-Everything here runs in the script's threads; `Session` (window.py) owns the window around it.
+The hooks on the training path only append to `log` (a fetch: `(t0, returned, synced, source,
+batch or None, stopped, gradients off)`; an event: `(t,)`); the lead optimizer's step resolves
+the log in one pass. Everything here runs in the script's threads; `Session` (window.py) owns the
+window around it.
 """
 
 from __future__ import annotations
@@ -34,17 +37,22 @@ FALLBACK_AFTER = 64
 
 
 class Burst:
-    """One source's fetches by the training thread since the last backward or optimizer step."""
+    """One source's fetches by the training thread between two events."""
 
     __slots__ = ("source", "first", "last_end", "seq", "wait", "synced", "batches", "samples",
-                 "sized", "bytes", "no_grad", "why")
+                 "sized", "bytes", "no_grad", "stopped", "why")
 
     def __init__(self, source, first: int) -> None:
         self.source, self.first = source, first
         self.last_end = self.seq = self.wait = self.synced = 0
         self.batches = self.samples = self.sized = self.bytes = 0
-        self.no_grad = False
+        self.no_grad = self.stopped = False
         self.why = None
+
+    def ended(self) -> bool:
+        """Its source ended before the event: its last fetch raised StopIteration (and no batch came
+        after it), or its iterator (a data queue) is gone."""
+        return self.stopped or self.source.ended()
 
 
 class Step:
@@ -92,28 +100,16 @@ class Tracker:
         self.fallback_ok = True  # its last fetch returned a batch (so its next next() starts a step)
         self.optimizers: dict[int, str] = {}  # id -> class of each optimizer the training thread stepped
         self.feeders: dict[int, object] = {}  # other thread -> the LoaderInfo it fetched from last
-        self.depth = 0  # the training thread is inside a fetch
-        self.fetching_since = None
+        self.depth = 0  # while the training thread is inside a fetch: when it began (else 0)
         self.mark = now  # the stage clock's mark once the window is open (diagnostic: it syncs)
         self.step = None  # the step in progress (None before the first boundary)
-        self.events = 0
-        self._reset_bursts()
-
-    def _reset_bursts(self) -> None:
-        self.bursts: dict[int, Burst] = {}  # id(source) -> its burst, in first-fetch order
-        self.changes: list[tuple[int, object]] = []  # (start, source) where the fetched source changed
-        self.last_source = None
-        self.seq = 0
+        self.events = 0  # events so far (a pending queue get belongs to the burst of its event)
+        self.log: list[tuple] = []  # fetches and events since the last resolution
         self.copy_spans: list[tuple[int, int]] = []  # (start, ns) of diagnostic copies
 
-    def _clear_bursts(self) -> None:
-        """The same as _reset_bursts, in place (once or twice a step: no new objects)."""
-        self.bursts.clear()
-        self.changes.clear()
-        self.last_source = None
-        self.seq = 0
-        if self.copy_spans:
-            self.copy_spans.clear()
+    @property
+    def fetching_since(self) -> int | None:
+        return self.depth or None
 
     # ------------------------------------------------------------------ fetches
 
@@ -128,8 +124,7 @@ class Tracker:
         except Exception as e:  # noqa: BLE001 (reported; the fetch goes on unmeasured)
             self.session.rt.fail("a step boundary before a fetch", e)
             return fetch(*args)
-        self.depth = 1
-        self.fetching_since = t0
+        self.depth = t0
         item, ok, stop = None, False, False
         try:
             item = fetch(*args)
@@ -140,46 +135,15 @@ class Tracker:
             raise
         finally:
             self.depth = 0
-            self.fetching_since = None
             try:
                 returned = now()
                 synced = self.mark() if self.mark is not now else returned
-                self.fetched(source, t0, returned, synced, item if ok and batch else None, stop)
+                got = item if ok and batch else None
+                self.log.append((t0, returned, synced, source, got, stop, not self.grad_enabled()))
+                if source is self.fallback:
+                    self.fallback_ok = not stop and got is not None
             except Exception as e:  # noqa: BLE001 (reported; the batch still goes to the script)
                 self.session.rt.fail("measuring a fetch", e)
-
-    def fetched(self, source, t0: int, returned: int, synced: int, item, stop: bool) -> None:
-        b = self.bursts.get(id(source))
-        if b is None:
-            b = self.bursts[id(source)] = Burst(source, t0)
-        if source is not self.last_source:
-            self.changes.append((t0, source))
-            self.last_source = source
-        self.seq = b.seq = self.seq + 1
-        b.last_end = synced
-        b.wait += returned - t0
-        b.synced += synced - t0
-        if not self.grad_enabled():
-            b.no_grad = True
-        samples = nbytes = None
-        if item is not None:
-            b.batches += 1
-            samples, nbytes = batch_size_and_bytes(item, self.tensor)
-            if samples is not None:
-                b.samples += samples
-                b.sized += 1
-            b.bytes += nbytes
-        if source.kind != "loader":
-            return
-        if stop:
-            source.stopped = True
-        elif item is not None:
-            source.stopped = False
-            session = self.session
-            if session.counting:  # the loader's own count (other threads': calls.py)
-                source.count(samples, nbytes, session.phase == "window")
-        if source is self.fallback:
-            self.fallback_ok = not stop and item is not None
 
     def pending_get(self, info, t0: int, returned: int, synced: int) -> None:
         """A get on a queue not (yet) known to carry data: kept, in case a feeder puts into it later
@@ -194,28 +158,24 @@ class Tracker:
     def adopt_pending(self, info) -> None:
         """The queue carries data now: its earlier gets of this burst were waits for data."""
         p, info.pending = info.pending, None
-        if p is None or p[0] != self.events:
-            return
-        b = self.bursts.get(id(info))
-        if b is None:
-            b = self.bursts[id(info)] = Burst(info, p[1])
-            self.seq += 1
-            b.seq = self.seq
-            self.changes.append((p[1], info))
-        b.first = min(b.first, p[1])
-        b.wait += p[2]
-        b.synced += p[3]
+        if p is not None and p[0] == self.events:
+            self.log.append((p[1], p[1] + p[2], p[1] + p[3], info, None, False, not self.grad_enabled()))
 
     def copied(self, start: int, ns: int) -> None:
         self.copy_spans.append((start, ns))
 
     # ------------------------------------------------------------------ backward and optimizer steps
 
+    def event(self) -> None:
+        """A backward (or another optimizer's step) in the training thread: bursts end here."""
+        self.events += 1
+        self.log.append((now(),))
+
     def backward(self) -> None:
         if self.mode == "optimizer" and get_ident() == self.tid:
             if self.session.rt.exit_pending:
                 self.session.rt.exit_now()
-            self.resolve(now())
+            self.event()
 
     def optimizer_step(self, optimizer) -> None:
         tid = get_ident()
@@ -230,31 +190,133 @@ class Tracker:
         if optimizer is self.lead:
             self.session.boundary()
         else:
-            self.resolve(now())
+            self.event()
 
     def _identify(self, tid: int, optimizer) -> None:
         self.mode, self.tid, self.lead = "optimizer", tid, optimizer
         self.feeders.pop(tid, None)
-        self._reset_bursts()
+        self.log.clear()
+        self.session.rt.fast_tid = tid
 
     def enter_fallback(self, source, tid: int) -> None:
         """No optimizer stepped: time the loop of `source`'s consumer, as protocol 1 did."""
         self.mode, self.tid, self.fallback, self.fallback_ok = "loader", tid, source, True
         self.feeders.pop(tid, None)
-        self._reset_bursts()
+        self.log.clear()
 
-    # ------------------------------------------------------------------ classification
+    # ------------------------------------------------------------------ resolution
+
+    def resolve(self, t: int) -> None:
+        """The lead optimizer's step (or the fallback's boundary) at `t`: the log's fetches, burst by
+        burst between its events, classified and added to the step in progress, with the copies."""
+        self.events += 1
+        log, step = self.log, self.step
+        if step is not None and not self.copy_spans and self._usual(log, step):
+            log.clear()
+            return
+        spans: list[tuple[int, int]] = []
+        start = 0
+        for i, entry in enumerate(log):
+            if len(entry) == 1:
+                if i > start:
+                    self._segment(log, start, i, entry[0], step, spans)
+                start = i + 1
+        if start < len(log):
+            self._segment(log, start, len(log), t, step, spans)
+        log.clear()
+        merged = _merge(spans) if spans else spans
+        if step is not None:
+            step.apart += sum(b - a for a, b in merged)
+            for begin, ns in self.copy_spans:
+                if not any(a <= begin < b for a, b in merged):
+                    step.transfer += ns
+                    step.copies += 1
+        self.copy_spans.clear()
+
+    def _usual(self, log: list, step: Step) -> bool:
+        """The usual step's log, one fetch of a batch with gradients on and then maybe a backward,
+        added straight to the step (what `_segment` would do, in fewer operations). False: not it."""
+        n = len(log)
+        if self.mode != "optimizer" or not (n == 1 or (n == 2 and len(log[1]) == 1)):
+            return False
+        entry = log[0]
+        if len(entry) == 1 or entry[6] or entry[4] is None:
+            return False
+        t0, returned, synced, source, item, _, _ = entry
+        samples, nbytes = batch_size_and_bytes(item, self.tensor)
+        step.wait += returned - t0
+        step.synced += synced - t0
+        step.batches += 1
+        step.bytes += nbytes
+        if samples is not None:
+            step.samples += samples
+            step.sized += 1
+        session = self.session
+        window = session.phase == "window"
+        if source.kind == "loader":
+            if session.counting:
+                source.count(samples, nbytes, window)
+        else:
+            for loader in source.loaders:
+                loader.note(session.phase, "training", source.fed_note, 1)
+        why = sources.ONLY if source.ended() else sources.TRAINED
+        source.note(session.phase, "training", why, 1)
+        return True
+
+    def _segment(self, log: list, i: int, j: int, t: int, step: Step | None, spans: list) -> None:
+        """The fetches log[i:j], all between two events (the second at `t`)."""
+        phase = self.session.phase
+        first = log[i]
+        if j - i == 1 and not first[6] and self.mode == "optimizer":
+            b = Burst(first[3], first[0])  # the usual: one fetch, one source, then backward
+            self._add(b, first, 1)
+            why = sources.ONLY if b.batches and b.ended() else sources.TRAINED
+            self._train(b, step, why, phase)
+            return
+        bursts: dict[int, Burst] = {}
+        changes: list[tuple[int, object]] = []
+        last = None
+        for seq in range(i, j):
+            entry = log[seq]
+            source = entry[3]
+            b = bursts.get(id(source))
+            if b is None:
+                b = bursts[id(source)] = Burst(source, entry[0])
+            if source is not last:
+                changes.append((entry[0], source))
+                last = source
+            self._add(b, entry, seq)
+        items = list(bursts.values())
+        self._classify(items)
+        for b in items:
+            if b.why is None or b.why is sources.ONLY:
+                why = b.why or (sources.TRAINING_FALLBACK if self.mode == "loader" else sources.TRAINED)
+                self._train(b, step, why, phase)
+            else:
+                spans.append((b.first, self._span_end(b, changes, t)))
+                b.source.note(phase, "validation", b.why, b.batches)
+
+    def _add(self, b: Burst, entry: tuple, seq: int) -> None:
+        t0, returned, synced, _, item, stopped, no_grad = entry
+        b.seq, b.last_end = seq, synced
+        b.wait += returned - t0
+        b.synced += synced - t0
+        b.no_grad = b.no_grad or no_grad
+        if stopped:
+            b.stopped = True
+        elif item is not None:
+            b.stopped = False
+            b.batches += 1
+            samples, nbytes = batch_size_and_bytes(item, self.tensor)
+            if samples is not None:
+                b.samples += samples
+                b.sized += 1
+            b.bytes += nbytes
+            source = b.source
+            if source.kind == "loader" and self.session.counting:  # the loader's own count
+                source.count(samples, nbytes, self.session.phase == "window")
 
     def _classify(self, items: list[Burst]) -> None:
-        if len(items) == 1:  # the usual step: one source, no other to be validation against
-            b = items[0]
-            if self.mode == "loader":
-                b.why = None if b.source is self.fallback else sources.FALLBACK
-            elif b.no_grad:
-                b.why = sources.NO_GRAD
-            elif b.batches >= 1 and b.source.ended():
-                b.why = sources.ONLY  # rules 3 then 5: the only data before the event
-            return
         last = max(items, key=lambda b: b.seq)
         for b in items:
             if self.mode == "loader":
@@ -263,75 +325,27 @@ class Tracker:
                 b.why = sources.NO_GRAD
             elif b.batches >= 2 and b is not last:
                 b.why = sources.SEVERAL
-            elif b.batches >= 1 and b.source.ended():
+            elif b.batches >= 1 and b.ended():
                 b.why = sources.ENDED
         if self.mode == "optimizer" and all(b.why for b in items):
             rescued = [b for b in items if b.why != sources.NO_GRAD]
             if rescued:
                 max(rescued, key=lambda b: b.seq).why = sources.ONLY
 
-    def _span_end(self, b: Burst, t: int) -> int:
+    @staticmethod
+    def _span_end(b: Burst, changes: list, t: int) -> int:
         """A validation burst's span ends where the training thread next fetches another source, or
         at the event that resolves it."""
-        for start, source in self.changes:
+        for start, source in changes:
             if start >= b.last_end and source is not b.source:
                 return start
         return t
 
-    def resolve(self, t: int) -> None:
-        """A backward or optimizer step at `t`: classify the bursts since the last one, add them and
-        the copies to the step in progress."""
-        self.events += 1
-        bursts = self.bursts
-        if not bursts:
-            if self.copy_spans:
-                self._copies([])
-                self.copy_spans.clear()
-            return
-        if len(bursts) == 1 and self.mode == "optimizer" and not self.copy_spans:
-            (b,) = bursts.values()
-            if not b.no_grad:  # the usual step: its one source's batches are the training data
-                why = sources.ONLY if b.batches and b.source.ended() else sources.TRAINED
-                self._train(b, self.step)
-                b.source.note(self.session.phase, "training", why, b.batches)
-                bursts.clear()
-                self.changes.clear()
-                self.last_source = None
-                self.seq = 0
-                return
-        step, phase = self.step, self.session.phase
-        items = list(self.bursts.values())
-        spans = []
-        self._classify(items)
-        for b in items:
-            if b.why is None or b.why is sources.ONLY:
-                why = b.why or (sources.TRAINING_FALLBACK if self.mode == "loader" else sources.TRAINED)
-                self._train(b, step)
-                b.source.note(phase, "training", why, b.batches)
-            else:
-                spans.append((b.first, self._span_end(b, t)))
-                b.source.note(phase, "validation", b.why, b.batches)
-        merged = _merge(spans) if spans else spans
-        if step is not None and merged:
-            step.apart += sum(b - a for a, b in merged)
-        if self.copy_spans:
-            self._copies(merged)
-        self._clear_bursts()
-
-    def _copies(self, merged: list[tuple[int, int]]) -> None:
-        """The diagnostic copies since the last event, but those inside a validation span."""
-        step = self.step
-        if step is None:
-            return
-        for start, ns in self.copy_spans:
-            if not any(a <= start < b for a, b in merged):
-                step.transfer += ns
-                step.copies += 1
-
-    def _train(self, b: Burst, step: Step | None) -> None:
+    def _train(self, b: Burst, step: Step | None, why: str, phase: str) -> None:
+        b.source.note(phase, "training", why, b.batches)
         if b.source.kind == "queue":
             for loader in b.source.loaders:
-                loader.note(self.session.phase, "training", f"fed {b.source.label()}", b.batches)
+                loader.note(phase, "training", b.source.fed_note, b.batches)
         if step is None:
             return
         step.wait += b.wait
@@ -342,11 +356,12 @@ class Tracker:
         step.bytes += b.bytes
 
     def close_step(self, t: int) -> tuple | None:
-        """The step in progress ends at `t` (its bursts resolved); the next one starts there."""
+        """The step in progress ends at `t` (its log resolved); the next one starts there."""
         step, self.step = self.step, Step(t)
         return None if step is None else step.row(t, self.session.diagnostic)
 
     def restart(self, t: int) -> None:
         """The window opens at `t`: the first step of the window starts there."""
         self.step = Step(t)
-        self._clear_bursts()
+        self.log.clear()
+        self.copy_spans.clear()

@@ -165,12 +165,12 @@ class Window:
         main = {"pid": os.getpid()}
         if detail:
             main.update(rollup())
-        main.update(peak_rss_bytes=peak(), peak_since=self.main_since)
+        main.update(peak_rss_bytes=_bound(peak(), main.get("rss_bytes")), peak_since=self.main_since)
         for pid, meta in alive.items():
             entry = self._entry(pid, meta)
             if detail:
                 entry.update(rollup(pid))
-            entry["peak_rss_bytes"] = peak(pid)
+            entry["peak_rss_bytes"] = _bound(peak(pid), entry.get("rss_bytes"))
         for entry in self.workers.values():
             sampled = entry.pop("sampled", False)
             if entry["pid"] in alive or entry["ended"]:
@@ -183,6 +183,14 @@ class Window:
                 entry["peak_since"] += UNSEEN
         workers = sorted(self.workers.values(), key=lambda e: (not e["ended"], e["pid"]))
         return {"main": main, "workers": workers, "workers_peak_rss_bytes": workers_peak(workers)}
+
+
+def _bound(peak_bytes: int | None, rss_bytes: int | None) -> int | None:
+    """A peak no lower than the RSS read with it: VmHWM (status) and smaps_rollup's Rss count pages
+    a little differently, and the second may pass the first by a few KiB."""
+    if peak_bytes is None or rss_bytes is None:
+        return peak_bytes
+    return max(peak_bytes, rss_bytes)
 
 
 class Sampler:
