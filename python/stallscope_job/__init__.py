@@ -1,4 +1,4 @@
 """stallscope's instrumentation of an unmodified training script (`stallscope job`, docs/job-protocol.md)."""
 
-PROTOCOL = 1
+PROTOCOL = 2
 ENV = "STALLSCOPE_JOB"

@@ -1,42 +1,43 @@
-"""Diagnostic mode only: time every host-to-device copy the loop makes (Tensor.to, .cuda, .copy_), synchronised."""
+"""Diagnostic mode only: time every host-to-device copy the training thread makes (Tensor.to, .cuda, .copy_).
+
+A copy counts when the window is open, in the training thread, outside a fetch (a DataLoader's own
+pinning and copies are the loader's); each is timed between two stage-clock marks (the device
+waited for before and after), and handed to the tracker, which drops those that fall inside a
+validation pass.
+"""
 
 from __future__ import annotations
 
 import sys
 import threading
-import time
 
-_ns = time.perf_counter_ns
 _HOST = ("cpu", "meta")
 
 
 class CopyClock:
-    """Wraps the copy methods; a copy counts when the window is open, outside next(), in the consumer thread."""
+    """Wraps the copy methods while installed; `uninstall` puts the originals back."""
 
     def __init__(self, session) -> None:
         self.session = session
         self.total = 0
-        self._depth = threading.local()
+        self._inside = threading.local()
+        self._originals = None
 
     def _watching(self) -> bool:
         s = self.session
-        return (s.phase == "window" and s.in_next_since is None
-                and threading.get_ident() == s.consumer and not getattr(self._depth, "n", 0))
+        tr = s.tracker
+        return (s.phase == "window" and tr.depth == 0 and threading.get_ident() == tr.tid
+                and not getattr(self._inside, "n", 0))
 
     def _timed(self, call, *args, **kwargs):
-        from .window import sync
-
-        s = self.session
-        self._depth.n = 1
+        clock, tr = self.session.clock, self.session.tracker
+        self._inside.n = 1
         try:
-            sync()
-            start = _ns()
+            start = clock.mark()
             out = call(*args, **kwargs)
-            sync()
-            s.transfer_acc += _ns() - start
+            tr.copied(start, clock.mark() - start)
         finally:
-            self._depth.n = 0
-        s.copies_acc += 1
+            self._inside.n = 0
         self.total += 1
         return out
 
@@ -45,6 +46,8 @@ class CopyClock:
         tensor = torch.Tensor
         parse_to = torch._C._nn._parse_to
         orig_to, orig_cuda, orig_copy = tensor.to, tensor.cuda, tensor.copy_
+        self._originals = (tensor, {n: tensor.__dict__[n] for n in ("to", "cuda", "copy_")
+                                    if n in tensor.__dict__})
         clock = self
 
         def to(self, *args, **kwargs):
@@ -69,3 +72,14 @@ class CopyClock:
             fn.__name__ = fn.__qualname__ = name
             fn.__doc__ = orig.__doc__
             setattr(tensor, name, fn)
+
+    def uninstall(self) -> None:
+        """Put the originals back as they were (on torch 2.x they are inherited from TensorBase)."""
+        if self._originals is not None:
+            tensor, own = self._originals
+            for name in ("to", "cuda", "copy_"):
+                if name in own:
+                    setattr(tensor, name, own[name])
+                else:
+                    delattr(tensor, name)
+            self._originals = None

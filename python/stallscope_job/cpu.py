@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import resource
 
+from stallscope_steps import peaks
+
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
 
@@ -29,40 +31,19 @@ def _self() -> tuple[float, float]:
     return me.ru_utime + kids.ru_utime, me.ru_stime + kids.ru_stime
 
 
-def _peak_rss(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def snapshot(closing: bool) -> dict[int, tuple[float, float, int]]:
     """pid -> (user s, system s, parent pid) of this process and each live descendant, each with its
-    reaped children. This process is read after the scan of /proc when the window opens and before it
-    when it closes, so the scan's own CPU falls outside."""
+    reaped children. This process is read after the walk of /proc when the window opens and before it
+    when it closes, so the walk's own CPU falls outside."""
     me = os.getpid()
-    children: dict[int, list[int]] = {}
-    times: dict[int, tuple[float, float, int]] = {}
     mine = (*_self(), os.getppid()) if closing else None
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
-            continue
-        got = _stat(int(name))
+    times: dict[int, tuple[float, float, int]] = {}
+    for pid, parent in peaks.tree(me).items():
+        got = _stat(pid)
         if got is not None:
-            children.setdefault(got[0], []).append(int(name))
-            times[int(name)] = (got[1], got[2], got[0])
+            times[pid] = (got[1], got[2], parent)
     times[me] = mine or (*_self(), os.getppid())
-    out, todo = {}, [me]
-    while todo:
-        pid = todo.pop()
-        if pid in times and pid not in out:
-            out[pid] = times[pid]
-            todo.extend(children.get(pid, []))
-    return out
+    return times
 
 
 def window_cost(before: dict, after: dict, wall_s: float, workers: list[dict]) -> dict:
@@ -88,7 +69,7 @@ def window_cost(before: dict, after: dict, wall_s: float, workers: list[dict]) -
         if pid in taken:
             name += " (with its children that ended in the window)"
         parts.append({"name": name, "pid": pid, "user_s": max(user - u0 - back[0], 0.0),
-                      "system_s": max(system - s0 - back[1], 0.0), "peak_rss_bytes": _peak_rss(pid)})
+                      "system_s": max(system - s0 - back[1], 0.0), "peak_rss_bytes": peaks.peak(pid)})
     total = sum(u + s for u, s, _ in after.values()) - sum(u + s for u, s, _ in before.values())
     return {"wall_s": wall_s, "cpu_s": max(total, 0.0), "parts": parts,
             "clock": "user + system from getrusage (this process) and /proc/PID/stat (the others), "

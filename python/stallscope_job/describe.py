@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import sys
 
 from .records import qualname
 
@@ -34,6 +35,63 @@ def _actual(loader, key: str):
     return getattr(loader, key, None)
 
 
+def _accelerator_available() -> bool:
+    """What PyTorch's DataLoader iterator asks before it pins (torch.accelerator, else CUDA)."""
+    torch = sys.modules["torch"]
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and hasattr(acc, "is_available"):
+        return bool(acc.is_available())
+    return bool(torch.cuda.is_available())
+
+
+def in_effect(loader) -> tuple[dict, list[dict]]:
+    """(the settings PyTorch will run this loader with, the ones PyTorch itself changes and why).
+
+    Read the way PyTorch's iterator reads them: `pin_memory` only with an accelerator available (its
+    `_BaseDataLoaderIter` sets `_pin_memory = pin_memory and torch.accelerator.is_available()`, and
+    never on MPS), `prefetch_factor` and the start method only with workers. The accelerator is
+    asked only when pinning was asked for (then PyTorch asks it at every iter() anyway)."""
+    workers = loader.num_workers
+    changed = []
+    pin = bool(loader.pin_memory)
+    if pin and not _accelerator_available():
+        pin = False
+        changed.append({"key": "pin_memory", "asked": True, "in_effect": False, "by": "pytorch",
+                        "why": "no accelerator is available, so PyTorch does not pin"})
+    elif pin:
+        current = sys.modules["torch"].accelerator.current_accelerator() \
+            if hasattr(sys.modules["torch"], "accelerator") else None
+        if current is not None and current.type == "mps":
+            pin = False
+            changed.append({"key": "pin_memory", "asked": True, "in_effect": False, "by": "pytorch",
+                            "why": "PyTorch does not pin on MPS"})
+    method = start_method(loader.multiprocessing_context)[0] if workers else None
+    effect = {"num_workers": workers, "batch_size": loader.batch_size, "pin_memory": pin,
+              "prefetch_factor": loader.prefetch_factor if workers else None,
+              "persistent_workers": bool(loader.persistent_workers) and workers > 0,
+              "start_method": method, "in_order": getattr(loader, "in_order", None),
+              "timeout": loader.timeout, "drop_last": loader.drop_last}
+    return effect, changed
+
+
+def adjustments(decisions: list, by_pytorch: list) -> list[dict]:
+    """Every change made to what the script asked, by stallscope's overrides or by PyTorch, in one
+    list the runner prints: refused and implied overrides, a training-changing batch size, and
+    settings PyTorch does not apply."""
+    out = []
+    for d in decisions:
+        if d["status"] == "refused":
+            out.append({"key": d["key"], "asked": d["requested"], "in_effect": d.get("actual"),
+                        "by": "stallscope", "why": f"override refused: {d['reason']}"})
+        elif d["status"] == "implied":
+            out.append({"key": d["key"], "asked": d["script"], "in_effect": d.get("actual"),
+                        "by": "stallscope", "why": d["reason"]})
+        elif d["status"] == "applied" and d.get("changes_training"):
+            out.append({"key": d["key"], "asked": d["script"], "in_effect": d.get("actual"),
+                        "by": "stallscope", "why": "override applied: it changes the training itself"})
+    return out + by_pytorch
+
+
 def loader_record(loader, index: int, decisions: list, target: bool) -> dict:
     from torch.utils.data import IterableDataset
 
@@ -49,6 +107,7 @@ def loader_record(loader, index: int, decisions: list, target: bool) -> dict:
     if iterable and loader.num_workers > 1:
         notes.append(ITERABLE_NOTE)
     batch_sampler = loader.batch_sampler
+    effect, by_pytorch = in_effect(loader)
     return {
         "type": "loader", "index": index, "class": qualname(type(loader)),
         "num_workers": loader.num_workers, "batch_size": loader.batch_size,
@@ -65,6 +124,7 @@ def loader_record(loader, index: int, decisions: list, target: bool) -> dict:
         "collate_fn": qualname(loader.collate_fn) if loader.collate_fn is not None else None,
         "worker_init_fn": None if loader.worker_init_fn is None else qualname(loader.worker_init_fn),
         "overrides_target": target, "overrides": decisions, "notes": notes,
+        "in_effect": effect, "adjustments": adjustments(decisions, by_pytorch),
     }
 
 

@@ -7,7 +7,8 @@ import os
 import signal
 import sys
 import threading
-import traceback
+
+from . import failure
 
 real_exit = os._exit
 TAIL_LINES = 12
@@ -53,11 +54,13 @@ def _chain_excepthook(rt) -> None:
 
     def excepthook(kind, value, tb):
         if rt.owner():
-            lines = "".join(traceback.format_exception(kind, value, tb)).rstrip("\n").split("\n")
-            rt.exception = {"exception": kind.__name__, "message": str(value)[:2000],
-                            "traceback_tail": lines[-TAIL_LINES:],
-                            # Python dies of SIGINT after an uncaught KeyboardInterrupt
-                            "status": None if issubclass(kind, KeyboardInterrupt) else 1}
+            try:
+                rt.exception = failure.describe(kind, value, tb, TAIL_LINES)
+            except Exception as e:  # noqa: BLE001 (the record says so; the traceback still prints)
+                rt.exception = {"exception": kind.__name__, "message": str(value)[:2000],
+                                "describe_error": f"{type(e).__name__}: {e}"}
+            # Python dies of SIGINT after an uncaught KeyboardInterrupt
+            rt.exception["status"] = None if issubclass(kind, KeyboardInterrupt) else 1
         previous(kind, value, tb)
 
     sys.excepthook = excepthook

@@ -1,84 +1,61 @@
-"""Per-process memory from /proc (RSS, PSS, USS, shared): how copy-on-read growth in forked workers shows."""
+"""The `memory` record: each process's peak within the window (stallscope_steps.peaks), its RSS, PSS and
+USS at the window's end, the workers' USS when it opened, and what each DataLoader delivered in it
+(for the memory forecast: a worker's growth per sample read)."""
 
 from __future__ import annotations
 
 import os
-import resource
 
-_KB = 1024
+from stallscope_steps import peaks
+
+ENDED = "ended inside the window (its peak was read as its DataLoader stopped it)"
+_NO_ROLLUP = {"rss_bytes": None, "pss_bytes": None, "uss_bytes": None, "shared_bytes": None,
+              "swap_bytes": None, "source": None}
 
 
-def _fields(path: str) -> dict[str, int]:
-    out = {}
-    with open(path) as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            parts = rest.split()
-            if len(parts) == 2 and parts[1] == "kB":
-                out[key] = int(parts[0]) * _KB
+def _worker(entry: dict) -> dict:
+    out = {"pid": entry["pid"], "role": "worker", "loader": entry.get("loader"),
+           "worker_id": entry.get("worker_id"), "iterator": entry.get("group"),
+           "peak_rss_bytes": entry.get("peak_rss_bytes"), "peak_since": entry["peak_since"],
+           "alive_at_open": entry["at_open"], "ended_in_window": entry["ended"],
+           "uss_open_bytes": entry.get("uss_open_bytes")}
+    if entry["ended"]:
+        out.update(_NO_ROLLUP, why=ENDED)
+    else:
+        out.update({k: entry.get(k) for k in (*_NO_ROLLUP, "why")})
     return out
 
 
-def process(pid: int) -> dict:
-    """RSS, PSS, USS (Private_Clean + Private_Dirty), shared and swap bytes of one process."""
-    try:
-        f = _fields(f"/proc/{pid}/smaps_rollup")
-        return {"rss_bytes": f["Rss"], "pss_bytes": f["Pss"],
-                "uss_bytes": f["Private_Clean"] + f["Private_Dirty"],
-                "shared_bytes": f["Shared_Clean"] + f["Shared_Dirty"], "swap_bytes": f.get("Swap"),
-                "source": "smaps_rollup", "why": None}
-    except (OSError, KeyError) as e:
-        rollup_error = f"{type(e).__name__}: {e}"
-    try:
-        f = _fields(f"/proc/{pid}/status")
-        return {"rss_bytes": f["VmRSS"], "pss_bytes": None, "uss_bytes": None,
-                "shared_bytes": f.get("RssFile", 0) + f.get("RssShmem", 0) if "RssFile" in f else None,
-                "swap_bytes": f.get("VmSwap"), "source": "status",
-                "why": f"/proc/{pid}/smaps_rollup unreadable ({rollup_error}): PSS and USS unknown"}
-    except (OSError, KeyError) as e:
-        return {"rss_bytes": None, "pss_bytes": None, "uss_bytes": None, "shared_bytes": None,
-                "swap_bytes": None, "source": None,
-                "why": f"/proc/{pid}: {type(e).__name__}: {e} (the process has probably ended)"}
-
-
-def command(pid: int) -> str | None:
-    """The start of a process's command line (what a child is: a forkserver, a resource tracker...)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read(300).replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return None
-
-
-def children_of(pid: int) -> list[int]:
-    """Direct children of `pid`, from each /proc/N/stat's parent field."""
-    kids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue  # ended between listdir and open: not a child any more
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1 and int(fields[1]) == pid:
-            kids.append(int(name))
-    return sorted(kids)
-
-
-def snapshot(workers: list[dict]) -> dict:
-    """The `memory` record: this process, the given DataLoader workers, then any other child."""
-    me = os.getpid()
-    entries = [{"pid": me, "role": "main", "loader": None, "worker_id": None, **process(me)}]
-    known = {me}
-    for w in workers:
-        known.add(w["pid"])
-        entries.append({"pid": w["pid"], "role": "worker", "loader": w["loader"],
-                        "worker_id": w["worker_id"], **process(w["pid"])})
-    for pid in children_of(me):
+def _children(known: set[int]) -> list[dict]:
+    """Other children of this process: a forkserver, the resource tracker, the script's own."""
+    out = []
+    for pid in peaks.children_of(os.getpid()):
         if pid not in known:
-            entries.append({"pid": pid, "role": "child", "loader": None, "worker_id": None,
-                            "command": command(pid), **process(pid)})
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * _KB
-    return {"type": "memory", "processes": entries, "main_peak_rss_bytes": peak}
+            out.append({"pid": pid, "role": "child", "loader": None, "worker_id": None,
+                        "command": peaks.command(pid), "peak_rss_bytes": peaks.peak(pid),
+                        "peak_since": "process start (not reset)", **peaks.rollup(pid)})
+    return out
+
+
+def _loader(info) -> dict:
+    batches, samples, nbytes = info.window
+    loader = info.ref() if info.ref is not None else None
+    workers = getattr(loader, "num_workers", None)
+    return {"loader": info.index, "iteration_index": info.iteration, "batches": batches,
+            "samples": samples, "bytes": nbytes, "batch_bytes": nbytes // batches if batches else None,
+            "batches_since_uss_open": info.since_uss[0], "samples_since_uss_open": info.since_uss[1],
+            "num_workers": workers,
+            "prefetch_factor": getattr(loader, "prefetch_factor", None) if workers else None}
+
+
+def record(window: dict, loaders: list) -> dict:
+    """The `memory` record from the window's peaks (`peaks.Window.close`)."""
+    main = window["main"]
+    entries = [{"pid": main["pid"], "role": "main", "loader": None, "worker_id": None,
+                **{k: v for k, v in main.items() if k != "pid"}}]
+    entries += [_worker(w) for w in window["workers"]]
+    entries += _children({e["pid"] for e in entries})
+    return {"type": "memory", "processes": entries, "main_peak_rss_bytes": main["peak_rss_bytes"],
+            "main_peak_since": main["peak_since"],
+            "workers_peak_rss_bytes": window["workers_peak_rss_bytes"],
+            "loaders": [_loader(i) for i in loaders if i.delivered or i.window[0]]}

@@ -1,14 +1,18 @@
-"""Per-process state: activation on the first DataLoader, the loader registry, and the patched DataLoader methods."""
+"""Per-process state: activation on the first DataLoader, the registries, records, failures and the exit.
+
+The patched calls themselves (a DataLoader built, iterated, a batch taken, a queue get, a backward,
+an optimizer step) are `calls.Calls`, which `Runtime` extends; `patches.py` installs them.
+"""
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import traceback
 import weakref
 
-from . import PROTOCOL, lifecycle, overrides, records
+from . import PROTOCOL, lifecycle, patches, records
+from .calls import Calls
 from .config import Config
 
 RUNTIME: "Runtime | None" = None
@@ -22,46 +26,19 @@ def init(config: Config, cwd: str) -> None:
 def on_dataloader_module(module) -> None:
     """Patch DataLoader.__init__ and __iter__ on the base class (subclasses and frameworks' loaders too)."""
     try:
-        _patch(module.DataLoader)
+        patches.dataloader(RUNTIME, module, RUNTIME.patches)
     except Exception as e:  # noqa: BLE001 (reported: an error record and one stderr line)
         RUNTIME.fail("patching torch.utils.data.DataLoader", e)
 
 
-def _patch(cls) -> None:
-    import inspect
-
-    orig_init, orig_iter = cls.__init__, cls.__iter__
-    signature = inspect.signature(orig_init)
-
-    @functools.wraps(orig_init)
-    def __init__(self, *args, **kwargs):
-        RUNTIME.construct(self, orig_init, signature, args, kwargs)
-
-    @functools.wraps(orig_iter)
-    def __iter__(self):
-        return RUNTIME.iterate(self, orig_iter)
-
-    cls.__init__ = __init__
-    cls.__iter__ = __iter__
-
-
-class LoaderInfo:
-    """What the runtime knows of one DataLoader object."""
-
-    __slots__ = ("ref", "index", "iteration", "decisions")
-
-    def __init__(self, loader, index: int | None, decisions: list) -> None:
-        self.ref = weakref.ref(loader)
-        self.index = index
-        self.iteration = None
-        self.decisions = decisions
-
-
-class Runtime:
-    def __init__(self, config: Config, cwd: str) -> None:
+class Runtime(Calls):
+    def __init__(self, config: Config, cwd: str, lifecycle_hooks: bool = True) -> None:
         self.config = config
         self.boot_cwd = cwd
-        self.hooks_installed = False
+        # In-process users (the contract test, the overhead micro-benchmark) leave exits alone.
+        self.hooks_installed = not lifecycle_hooks
+        self.patches = patches.Patches()
+        self.hot_installed = False  # class-level patches survive fork: installed once per interpreter
         self._reset()
 
     def _reset(self) -> None:
@@ -69,12 +46,18 @@ class Runtime:
         self.writer = None
         self.active = False
         self.disabled = False
+        self.live = False  # the patched calls measure (active, not disabled, window not over)
+        self.fast_tid = None  # the training thread, while its fetches and backward take the fast path
+        self.tracker = None
         self.constructed = 0
         self.iterated = 0
-        self.loaders: dict[int, LoaderInfo] = {}
-        self.iterators = weakref.WeakKeyDictionary()  # live iterator -> its loader's construction index
+        self.loaders: dict[int, object] = {}  # id(loader) -> LoaderInfo
+        self.orphans: list = []  # LoaderInfo of iterators not made through DataLoader.__iter__
+        self.queues: list = []  # QueueInfo, in order seen
+        self.iterators = weakref.WeakKeyDictionary()  # live iterator -> its LoaderInfo
         self.session = None
         self.over = False  # `done` or `end` written: nothing more from this process
+        self.exit_pending = False  # `done` written: end at the training thread's next call
         self.exit_status = None
         self.exception = None
 
@@ -87,7 +70,7 @@ class Runtime:
     def owner(self) -> bool:
         return self.active and not self.disabled and self.pid == os.getpid()
 
-    def _usable(self, activated_by: str) -> bool:
+    def usable(self, activated_by: str) -> bool:
         """Activate on first use in a process that is not a DataLoader worker; False means pass through."""
         if self.pid != os.getpid():
             self._reset()
@@ -107,10 +90,18 @@ class Runtime:
         return True
 
     def _activate(self, activated_by: str) -> None:
+        from .window import Session
+
         self.writer = records.Writer(self.config.out_dir, self.pid)
         self.active = True
         sigterm = lifecycle.install(self)
         self.hooks_installed = True
+        self.session = Session(self)
+        self.tracker = self.session.tracker
+        if not self.hot_installed:
+            patches.hot(self, self.patches)
+            self.hot_installed = True
+        self.live = True
         self.write(self._hello(activated_by, sigterm))
 
     def _hello(self, activated_by: str, sigterm: str) -> dict:
@@ -129,6 +120,7 @@ class Runtime:
             "rank_env": records.rank_env(), "hostname": socket.gethostname(),
             "start_method_default": multiprocessing.get_all_start_methods()[0],
             "start_method_set": multiprocessing.get_start_method(allow_none=True),
+            "sharing_strategy": torch.multiprocessing.get_sharing_strategy(),
             "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
             "affinity_cpus": len(os.sched_getaffinity(0)),
             "clock": "time.perf_counter_ns for durations, time.monotonic_ns for mono_ns (both CLOCK_MONOTONIC on Linux)",
@@ -148,6 +140,8 @@ class Runtime:
                          f"the script goes on unmeasured\n")
         sys.stderr.flush()
         self.disabled = True
+        self.live = False
+        self.fast_tid = None
         if self.writer is None:
             try:
                 self.writer = records.Writer(self.config.out_dir, os.getpid())
@@ -157,89 +151,75 @@ class Runtime:
         self.writer.write({"type": "error", "where": where, "message": records.clip(message),
                            "traceback_tail": "".join(tail)[-2000:], "pid": os.getpid()})
 
-    # ----------------------------------------------------------------- the patched methods
+    # ----------------------------------------------------------------- registries
 
-    def info(self, loader) -> LoaderInfo | None:
-        info = self.loaders.get(id(loader))
-        return info if info is not None and info.ref() is loader else None
+    def loader_infos(self) -> list:
+        """Every DataLoader seen, in construction order (those built unseen last)."""
+        known = sorted((i for i in self.loaders.values()), key=lambda i: (i.index is None, i.index or 0))
+        return known + self.orphans
 
-    def construct(self, loader, orig_init, signature, args, kwargs) -> None:
-        if not self._usable("DataLoader.__init__"):
-            orig_init(loader, *args, **kwargs)
-            return
-        index = self.constructed
-        self.constructed += 1
-        target = self.config.overrides_loader in (None, index)
-        decisions = []
-        call_args, call_kwargs = args, kwargs
-        if self.config.overrides and target:
-            try:
-                call_args, call_kwargs, decisions = overrides.apply(signature, loader, args, kwargs,
-                                                                    self.config.overrides)
-            except Exception as e:  # noqa: BLE001 (reported; the loader is built as the script asked)
-                self.fail(f"DataLoader #{index}: applying the overrides", e)
-                orig_init(loader, *args, **kwargs)
-                return
-        try:
-            orig_init(loader, *call_args, **call_kwargs)
-        except Exception as e:
-            if any(d["status"] in ("applied", "implied") for d in decisions):
-                self.write({"type": "error", "where": f"DataLoader #{index}: __init__",
-                            "message": records.clip(f"the DataLoader rejected the overrides "
-                                                    f"{decisions}: {type(e).__name__}: {e}")})
-            raise
-        self.loaders[id(loader)] = LoaderInfo(loader, index, decisions)
-        try:
-            from .describe import loader_record
-
-            self.write(loader_record(loader, index, decisions, target))
-        except Exception as e:  # noqa: BLE001
-            self.fail(f"DataLoader #{index}: the loader record", e)
-
-    def iterate(self, loader, orig_iter):
-        if not self._usable("DataLoader.__iter__") or self.over:
-            return orig_iter(loader)
-        info = self.info(loader)
-        if info is None:  # built before the patch, or while the runtime passed through
-            info = LoaderInfo(loader, None, [])
-            self.loaders[id(loader)] = info
-        if info.iteration is None:
-            info.iteration = self.iterated
-            self.iterated += 1
-        if info.iteration != self.config.loader:
-            it = orig_iter(loader)
-            self.iterators[it] = info.index
-            return it
-        if self.session is None:
-            from .window import Session
-
-            self.session = Session(self, info)
-        return self.session.iterate(loader, orig_iter)
-
-    # ----------------------------------------------------------------- the end of the process
+    def queue_infos(self) -> list:
+        return list(self.queues)
 
     def workers(self) -> list[dict]:
         """Live DataLoader worker processes of every iterator seen: pid, loader index, worker id."""
         out = []
-        for it, index in list(self.iterators.items()):
+        for it, info in list(self.iterators.items()):
             if getattr(it, "_shutdown", False):
                 continue
             for worker_id, w in enumerate(getattr(it, "_workers", None) or []):
                 if w.pid is not None:
-                    out.append({"pid": w.pid, "loader": index, "worker_id": worker_id})
+                    out.append({"pid": w.pid, "loader": info.index, "worker_id": worker_id,
+                                "iterator": getattr(it, "_stallscope_epoch", None)})
         return out
+
+    def worker_meta(self) -> dict[int, dict]:
+        """The same, keyed by pid, as stallscope_steps.peaks wants it (the group: the iterator)."""
+        return {w["pid"]: {"loader": w["loader"], "worker_id": w["worker_id"], "group": w["iterator"]}
+                for w in self.workers()}
+
+    def workers_ending(self, it) -> None:
+        """A DataLoader iterator stops its workers: inside the window, read their peaks first."""
+        s = self.session
+        if s is None or s.phase != "window" or self.pid != os.getpid():
+            return
+        try:
+            info = self.iterators.get(it)
+            for w in getattr(it, "_workers", None) or []:
+                if w.pid is not None:
+                    s.peaks.ending(w.pid, {"loader": None if info is None else info.index,
+                                           "worker_id": (it._workers.index(w)),
+                                           "group": getattr(it, "_stallscope_epoch", None)})
+        except Exception as e:  # noqa: BLE001 (reported; the workers still stop)
+            self.fail("reading the peaks of workers that stop", e)
+
+    # ----------------------------------------------------------------- the end of the process
+
+    def close_window(self, exit_pending: bool = False) -> None:
+        """Nothing more is measured; with `exit_pending` the hooks stay to end the process at the
+        training thread's next fetch, backward or optimizer step (`exit_now`)."""
+        self.over = True
+        self.exit_pending = exit_pending
+        self.live = exit_pending
+        self.fast_tid = None
+
+    def exit_now(self) -> None:
+        """Called by the tracker at the training thread's first call after `done`."""
+        self.exit_pending = False
+        self.live = False
+        self.shutdown_and_exit(0)
 
     def end(self, reason: str, status=None, **extra) -> None:
         """The `end` record of a process whose window did not complete (once)."""
         if not self.owner() or self.over:
             return
-        self.over = True
+        self.close_window()
         try:
             record = {"type": "end", "reason": reason, "status": status, **extra}
             if self.session is not None:
                 record.update(self.session.close_for_end())
             else:
-                record.update(steps=0, phase_at_end="measured loader never iterated")
+                record.update(steps=0, phase_at_end="no DataLoader iterated")
             self.write(record)
         except Exception as e:  # noqa: BLE001 (reported; the process goes on ending)
             self.fail("writing the end record", e)

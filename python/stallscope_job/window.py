@@ -1,303 +1,179 @@
-"""The measured loader: an iterator proxy that times every next(), warm-up, the window, replay, and the end of it."""
+"""The measured window around the training thread's steps: warm-up, opening, the step series, closing.
+
+`Session.boundary` is called at each step boundary the tracker (training.py) sees; it owns the
+timing rules (`stallscope_steps.clock.StepClock`: whole-run waits for the device when the window
+opens and closes, diagnostic at every boundary), the held records, the chunks of the per-step
+series, the window's CPU time and peak memory, and the `done` and `end` records.
+"""
 
 from __future__ import annotations
 
 import sys
 import threading
-import time
+
+from stallscope_steps import devices, peaks
+from stallscope_steps.clock import StepClock, now
 
 from . import cpu, memory
-from .describe import iterator_facts
-from .records import batch_size_and_bytes
+from .replay import Replay
+from .training import FALLBACK_AFTER, Tracker
 
-_ns = time.perf_counter_ns
-_NOTHING = object()
 FLUSH_NS = 500_000_000
 CPU_TRANSFER = "none: the job runs on the CPU (no accelerator was initialised), there is no host-to-device copy"
 NO_COPY_SEEN = ("none seen: no Tensor.to / Tensor.cuda / Tensor.copy_ from a CPU tensor to an accelerator "
-                "ran in the consumer thread outside next() during the window")
-
-
-def sync() -> None:
-    """Wait for the accelerator this process has initialised (its current device); nothing on the CPU."""
-    torch = sys.modules["torch"]
-    if torch.cuda.is_initialized():
-        torch.cuda.synchronize()
-    xpu = getattr(torch, "xpu", None)
-    if xpu is not None and xpu.is_initialized():
-        xpu.synchronize()
-
-
-def accelerator() -> str | None:
-    torch = sys.modules["torch"]
-    if torch.cuda.is_initialized():
-        return f"cuda:{torch.cuda.current_device()} ({torch.cuda.get_device_name()})"
-    xpu = getattr(torch, "xpu", None)
-    if xpu is not None and xpu.is_initialized():
-        return f"xpu:{xpu.current_device()}"
-    return None
-
-
-class Proxy:
-    """Stands for the DataLoader's iterator: next() is timed, everything else goes to the real one."""
-
-    __slots__ = ("_stallscope_it", "_stallscope_session")
-
-    def __init__(self, it, session) -> None:
-        object.__setattr__(self, "_stallscope_it", it)
-        object.__setattr__(self, "_stallscope_session", session)
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        return self._stallscope_session.next(self)
-
-    def __len__(self):
-        return len(self._stallscope_it)
-
-    def __getattr__(self, name):
-        return getattr(self._stallscope_it, name)
-
-    def __setattr__(self, name, value):
-        setattr(self._stallscope_it, name, value)
-
-    def __delattr__(self, name):
-        delattr(self._stallscope_it, name)
-
-    def __repr__(self):
-        return repr(self._stallscope_it)
-
-    @property
-    def __class__(self):  # isinstance(proxy, _MultiProcessingDataLoaderIter) holds, as for the real one
-        return type(self._stallscope_it)
+                "ran in the training thread outside a fetch during the window")
+COLUMNS = ("step_ns", "next_ns", "samples", "bytes", "batches", "apart_ns")
+DIAGNOSTIC_COLUMNS = ("next_wait_ns", "transfer_ns", "compute_ns", "copies")
 
 
 class Steps:
-    """The window's per-step series: one tuple per step, written as columns in chunks."""
+    """The window's per-step series: one row per step, written as columns in chunks."""
 
     def __init__(self, diagnostic: bool) -> None:
-        self.names = ["step_ns", "next_ns", "samples", "bytes"]
-        if diagnostic:
-            self.names += ["next_wait_ns", "transfer_ns", "compute_ns", "copies"]
-        self.rows = []
+        self.names = COLUMNS + (DIAGNOSTIC_COLUMNS if diagnostic else ())
+        self.rows: list[tuple] = []
         self.written = 0
 
     @property
     def count(self) -> int:
         return len(self.rows)
 
+    def column(self, name: str) -> list:
+        i = self.names.index(name)
+        return [r[i] for r in self.rows]
+
     def chunk(self) -> dict | None:
         if self.written == len(self.rows):
             return None
         record = {"type": "steps", "first": self.written}
-        columns = zip(*self.rows[self.written:])
+        columns = list(zip(*self.rows[self.written:]))
+        if len(columns) != len(self.names):
+            raise AssertionError(f"steps rows have {len(columns)} columns, the names {len(self.names)}")
         record.update({n: list(c) for n, c in zip(self.names, columns)})
         self.written = len(self.rows)
         return record
 
 
 class Session:
-    """The measured loader across its epochs: warm-up, then the window of `steps` steps."""
+    """One process's training steps: warm-up, then the window of `config.steps` steps."""
 
-    def __init__(self, rt, info) -> None:
-        self.rt, self.config, self.info = rt, rt.config, info
-        self.tensor = sys.modules["torch"].Tensor
-        self.diagnostic = rt.config.diagnostic
+    def __init__(self, rt) -> None:
+        self.rt, self.config = rt, rt.config
+        self.torch = sys.modules["torch"]
+        self.diagnostic = self.config.diagnostic
+        self.clock = StepClock(self.config.mode, devices.sync)
+        self.tracker = Tracker(self)
         self.steps = Steps(self.diagnostic)
         self.phase = "warmup"
-        self.epoch = -1
-        self.current = None
-        self.taken = 0
-        self.iter_started = self.iter_ns = None
-        self.first_batch_pending = False
-        self.gap_ns = None
+        self.warm_steps = 0
         self.t0 = None
-        self.pending = None  # [start_ns, next_ns, next_wait_ns, samples, bytes] of the step in progress
-        self.in_next_since = None
-        self.epoch_end = None  # start of the call that ended an epoch inside the window
-        self.samples = self.bytes = 0
         self.last_flush = 0
-        self.held = []  # records made inside the window, written with the next chunk
-        self.replay = None
-        self.replay_i = 0
-        self.cpu_open = None  # the process tree's CPU times when the window opened
-        self.consumer = None
+        self.held: list[dict] = []  # records made inside the window, written with the next chunk
+        self.replay = (Replay(self.config.replay_batches, self.config.replay_max_bytes)
+                       if self.config.replay_batches is not None else None)
+        self.cpu_open = None
+        self.peaks = peaks.Window()
+        self.uss_open = None  # pid -> USS, read at the last warm-up boundary (or at the opening)
+        self.counting = False  # per-loader batch counts run (from that read on)
         self.copies = None
-        self.transfer_acc = self.copies_acc = 0
-        self._got = _NOTHING  # the batch taken from the loader in the current call
-        self._loader_raised = False  # the exception in flight is the loader's own
 
-    # ------------------------------------------------------------ iter() and next()
+    # ------------------------------------------------------------------ step boundaries
 
-    def iterate(self, loader, orig_iter):
-        """The measured loader's iter(): a new epoch (ending the step in progress inside the window)."""
-        try:
-            if self.phase == "window":
-                c = self._boundary()
-                if self.epoch_end is None:  # a new epoch without StopIteration (the script broke out)
-                    self.epoch_end = c
-        except Exception as e:  # noqa: BLE001 (reported; the loader is iterated unmeasured)
-            self.rt.fail("measuring the loader's iter()", e)
-            return orig_iter(loader)
-        start = _ns()
-        it = orig_iter(loader)
-        self.iter_ns = _ns() - start
-        self.iter_started = start
-        self.rt.iterators[it] = self.info.index
-        self.epoch += 1
-        self.first_batch_pending = True
-        self.current = Proxy(it, self)
-        return self.current
+    def boundary(self) -> None:
+        """A training step ends now (the lead optimizer's step, or the fallback's next())."""
+        tr = self.tracker
+        if self.phase == "window":
+            ending = self.steps.count + 1 >= self.config.steps
+            if not ending and now() - self.last_flush >= FLUSH_NS:
+                self._flush()
+            t = self.clock.mark()
+            if ending:
+                t = self.clock.close()
+            tr.resolve(t)
+            self.steps.rows.append(tr.close_step(t))
+            if ending:
+                self._finish(t)
+            return
+        if self.phase != "warmup":
+            return
+        t = now()
+        tr.resolve(t)
+        tr.close_step(t)
+        self.warm_steps += 1
+        if self._ready():
+            self._open()
+        elif self.replay is None and self.warm_steps == self._needed() - 1:
+            self._read_uss()
 
-    def next(self, proxy):
-        """The proxy's __next__: the loader's own exceptions (StopIteration too) reach the script as they are;
-        a failure of the measuring itself is reported and the call completes unmeasured."""
-        it = proxy._stallscope_it
-        if proxy is not self.current or self.phase == "done" or self.rt.disabled:
-            return next(it)
-        self._got = _NOTHING
-        self._loader_raised = False
-        try:
-            return self._next(it)
-        except Exception as e:
-            if self._loader_raised:
-                raise
-            self.rt.fail("measuring the loader's next()", e)
-            return next(it) if self._got is _NOTHING else self._got
+    def _read_uss(self) -> None:
+        """The workers' USS for the memory forecast, one step before the window opens (reading
+        /proc/PID/smaps_rollup costs milliseconds per process: at the opening it would lengthen the
+        script's first window step). Each loader's samples are counted from here on."""
+        self.uss_open = {pid: peaks.uss(pid) for pid in self.rt.worker_meta()}
+        self.counting = True
+        for info in self.rt.loader_infos():
+            info.since_uss = [0, 0]
+    def _needed(self) -> int:
+        """Warm-up steps before the window may open."""
+        if self.tracker.mode == "loader":
+            return 1  # the fallback's warm-up was the batches it waited for an optimizer
+        # The first step's start is no boundary of the training thread: it is always warm-up. Replay
+        # picks its loaders from a step whose fetches were classified: the second at the earliest.
+        return max(self.config.warmup, 2 if self.replay is not None else 1)
 
-    def _next(self, it):
-        if self.phase == "warmup":
-            if self.taken < self.config.warmup:
-                batch = self._fetch(it)
-                self.taken += 1
-                return batch
-            self._open_window(it)
-        c = self._boundary()
-        if self.epoch_end is not None:
-            self.gap_ns, self.epoch_end = c - self.epoch_end, None
-        if self.replay is not None:
-            batch = self._got = self.replay[self.replay_i % len(self.replay)]
-            self.replay_i += 1
-        else:
-            try:
-                batch = self._fetch(it, c)
-            except StopIteration:
-                self.epoch_end = c
-                raise
-        returned = waited = _ns()
-        if self.diagnostic:
-            sync()
-            waited = _ns()
-        samples, nbytes = batch_size_and_bytes(batch, self.tensor)
-        self.pending = [c, returned - c, waited - c, samples, nbytes]
-        self.transfer_acc = self.copies_acc = 0
-        return batch
+    def _ready(self) -> bool:
+        if self.warm_steps < self._needed():
+            return False
+        if self.replay is None:
+            return True
+        if self.replay.started_at is None:
+            self.replay.start(self._replayed_loaders(), self.warm_steps)
+            return False
+        return self.replay.ready(self.warm_steps)
 
-    def _fetch(self, it, since: int | None = None):
-        """The real next(), and the epoch's first-batch facts once per epoch."""
-        self.in_next_since = _ns() if since is None else since
-        try:
-            batch = self._got = next(it)
-        except BaseException as e:
-            self._loader_raised = True
-            if self.first_batch_pending and isinstance(e, StopIteration):
-                try:
-                    self._epoch_record(it, None)
-                except Exception as failure:  # noqa: BLE001 (reported; the StopIteration goes on)
-                    self.rt.fail("the epoch record", failure)
-            raise
-        finally:
-            self.in_next_since = None
-        if self.first_batch_pending:
-            self._epoch_record(it, _ns() - self.iter_started)
-        return batch
+    def _replayed_loaders(self) -> list:
+        """The DataLoaders that gave the training thread its data in warm-up (directly or through a
+        data queue); else those other threads iterated; else the fallback's."""
+        loaders = self.rt.loader_infos()
+        chosen = [i for i in loaders if i.training_batches("warmup") > 0]
+        if not chosen:
+            chosen = [i for i in loaders if "other" in i.threads and i.delivered > 0]
+        if not chosen and self.tracker.fallback is not None:
+            chosen = [self.tracker.fallback]
+        return chosen
 
-    def _epoch_record(self, it, first_ns) -> None:
-        self.first_batch_pending = False
-        record = {"type": "cold" if self.epoch == 0 else "epoch", "epoch": self.epoch,
-                  "loader": self.info.index, "iteration_index": self.info.iteration,
-                  "iterator_creation_s": self.iter_ns / 1e9,
-                  "time_to_first_batch_s": None if first_ns is None else first_ns / 1e9,
-                  "empty": first_ns is None, **iterator_facts(it),
-                  "phase": self.phase, "at_step": self.steps.count if self.phase == "window" else None,
-                  "gap_ns": self.gap_ns if self.phase == "window" else None}
-        self.gap_ns = None
-        self._emit(record)
-
-    # ------------------------------------------------------------ the window
-
-    def _open_window(self, it) -> None:
-        if self.config.replay_batches is not None:
-            self._gather(it)
-        self.consumer = threading.get_ident()
+    def _open(self) -> None:
+        """Outside the window's clock: reset the peaks, install the copy clock, write `window` (and
+        `replay`), snapshot the CPU times; then the clock starts."""
+        tr = self.tracker
+        if self.uss_open is None:
+            self._read_uss()
+        self.peaks.open(self.rt.worker_meta(), self.uss_open)
         if self.diagnostic:
             from .copies import CopyClock
 
             self.copies = CopyClock(self)
             self.copies.install()
-        self._emit({"type": "window", "epoch": self.epoch, "warmup_taken": self.taken,
-                    "replay": self.replay is not None})
+        self._emit({"type": "window", "warmup_taken": self.warm_steps, "replay": self.replay is not None,
+                    **self.method_now()})
+        if self.replay is not None:
+            self._emit(self.replay.record())
+        for info in self.rt.loader_infos():
+            info.window = [0, 0, 0]
         self.cpu_open = cpu.snapshot(closing=False)
+        t0 = self.clock.open()
+        tr.restart(t0)
+        if self.diagnostic:
+            tr.mark = self.clock.mark
+        self.t0 = self.last_flush = t0
         self.phase = "window"
 
-    def _gather(self, it) -> None:
-        """Replay: hold up to M real batches (after warm-up), fewer when one more (as large as the mean
-        so far) would pass `max_bytes`; the window then cycles through them."""
-        want, limit = self.config.replay_batches, self.config.replay_max_bytes
-        start = _ns()
-        held, nbytes, short = [], 0, None
-        while len(held) < want:
-            if limit is not None and held and nbytes + nbytes / len(held) > limit:
-                short = f"one more batch would pass max_bytes ({nbytes} bytes held, max_bytes {limit})"
-                break
-            try:
-                held.append(self._fetch(it))
-            except StopIteration:
-                if not held:
-                    raise  # the epoch ended right after warm-up: gather from the next one
-                self._loader_raised = False  # handled here: the script never sees it
-                short = "the epoch ended while gathering"
-                break
-            nbytes += batch_size_and_bytes(held[-1], self.tensor)[1]
-        self.replay = held
-        self._emit({"type": "replay", "batches": len(held), "requested": want, "max_bytes": limit,
-                    "bytes": nbytes, "gather_s": (_ns() - start) / 1e9, "short": short})
-
-    def _boundary(self) -> int:
-        """A next() or iter() call inside the window begins: end the step in progress."""
-        ending = self.pending is not None and self.steps.count + 1 == self.config.steps
-        c = _ns()
-        if self.pending is not None and not ending and c - self.last_flush >= FLUSH_NS:
-            self._flush()
-            c = _ns()
-        if self.diagnostic or ending or self.t0 is None:
-            sync()
-            c = _ns()
-        if self.t0 is None:
-            self.t0 = self.last_flush = c
-        if self.pending is not None:
-            self._close(c)
-        if self.steps.count == self.config.steps:
-            self._finish(c)
-        return c
-
-    def _close(self, end: int) -> None:
-        start, next_ns, wait_ns, samples, nbytes = self.pending
-        self.pending = None
-        step = end - start
-        if self.diagnostic:
-            self.steps.rows.append((step, next_ns, samples, nbytes, wait_ns, self.transfer_acc,
-                                    step - wait_ns - self.transfer_acc, self.copies_acc))
-        else:
-            self.steps.rows.append((step, next_ns, samples, nbytes))
-        self.samples += samples or 0
-        self.bytes += nbytes
+    # ------------------------------------------------------------------ records
 
     def _emit(self, record: dict) -> None:
         if self.phase == "window":
             self.held.append(record)
-        else:
+        elif self.phase != "done":  # nothing after `done` or `end`
             self.rt.write(record)
 
     def _flush(self) -> None:
@@ -307,46 +183,115 @@ class Session:
         for record in self.held:
             self.rt.write(record)
         self.held = []
-        self.last_flush = _ns()
+        self.last_flush = now()
+
+    def method_now(self) -> dict:
+        """How the steps are bounded and where the training thread is (for `window`, `done`, `end`)."""
+        tr = self.tracker
+        thread = None
+        if tr.tid is not None:
+            found = next((t for t in threading.enumerate() if t.ident == tr.tid), None)
+            thread = {"name": found.name if found else None,
+                      "main": tr.tid == threading.main_thread().ident}
+        if tr.mode == "optimizer":
+            step = {"boundary": "optimizer_step", "optimizer": tr.optimizers.get(id(tr.lead)),
+                    "optimizers": sorted(set(tr.optimizers.values())),
+                    "why": "the training thread's steps of the first optimizer it stepped"}
+        elif tr.mode == "loader":
+            f = tr.fallback
+            step = {"boundary": "loader_next", "optimizer": None, "optimizers": [],
+                    "loader": f.index, "iteration_index": f.iteration,
+                    "why": f"no optimizer stepped while DataLoader iteration index {f.iteration} gave "
+                           f"{self.config.warmup + FALLBACK_AFTER} batches: the fallback times the loop "
+                           "that consumes it, from one next() to the next"}
+        else:
+            step = {"boundary": None, "optimizer": None, "optimizers": [],
+                    "why": "no optimizer has stepped and the fallback has not begun"}
+        return {"step": step, "training_thread": thread}
+
+    def _wait_method(self) -> dict:
+        rows = self.steps.rows
+        without = sum(1 for r in rows if r[4] == 0)
+        unseen_feeders = [i.index for i in self.rt.loader_infos()
+                          if "other" in i.threads and i.delivered > 0 and i.training_batches() == 0
+                          and i.role() != "validation"]
+        if self.tracker.mode == "loader":
+            method = "loader_next"
+        elif not rows or without == len(rows):
+            method = "unseen"
+        elif without:
+            method = "partial"
+        else:
+            method = "training_thread"
+        return {"method": method, "steps_without_batch": without,
+                "loaders_iterated_elsewhere_unseen": unseen_feeders}
+
+    def sources_summary(self) -> dict:
+        loaders = [{"loader": i.index, "iteration_index": i.iteration, "role": i.role(),
+                    "threads": sorted(i.threads), "epochs": i.epoch + 1,
+                    "window": dict(zip(("batches", "samples", "bytes"), i.window)),
+                    "classification": i.classification()} for i in self.rt.loader_infos()]
+        queues = [{"queue": q.index, "class": q.kind_name, "data": q.data,
+                   "fed_by": [i.index for i in q.loaders], "gets": q.gets, "role": q.role(),
+                   "classification": q.classification()} for q in self.rt.queue_infos()]
+        return {"loaders": loaders, "queues": queues}
 
     def _transfer_note(self) -> str | None:
         if not self.diagnostic:
             return None
         if self.copies is not None and self.copies.total:
             return None
-        return CPU_TRANSFER if accelerator() is None else NO_COPY_SEEN
+        return CPU_TRANSFER if devices.accelerator() is None else NO_COPY_SEEN
+
+    def _totals(self) -> dict:
+        s = self.steps
+        samples = [v for v in s.column("samples") if v is not None] if s.rows else []
+        return {"steps": s.count, "samples": sum(samples), "bytes": sum(s.column("bytes")),
+                "batches": sum(s.column("batches")), "apart_s": sum(s.column("apart_ns")) / 1e9}
+
+    # ------------------------------------------------------------------ the end of the window
 
     def _finish(self, t1: int) -> None:
-        """The window is complete: chunk, memory, done, then end the process cleanly."""
+        """The window is complete: chunk, memory, done; then the process ends, at once in the fallback
+        (its step ended at a next() call), else at the training thread's next fetch, backward or
+        optimizer step (so the script's own code after its optimizer step still runs, as it did up to
+        the next next() in protocol 1)."""
         cpu_close = cpu.snapshot(closing=True)
         self.phase = "done"
-        self.rt.over = True
+        self.rt.close_window(exit_pending=self.tracker.mode == "optimizer")
         self._flush()
         workers = self.rt.workers()
-        self.rt.write(memory.snapshot(workers))
+        self.rt.write(memory.record(self.peaks.close(self.rt.worker_meta()), self.rt.loader_infos()))
         cost = cpu.window_cost(self.cpu_open, cpu_close, (t1 - self.t0) / 1e9, workers)
-        self.rt.write({"type": "done", "steps": self.steps.count, "window_s": (t1 - self.t0) / 1e9,
-                       "samples": self.samples, "bytes": self.bytes, "epochs": self.epoch + 1,
-                       "replay": self.replay is not None, "accelerator": accelerator(),
+        self.rt.write({"type": "done", "window_s": (t1 - self.t0) / 1e9, **self._totals(),
+                       "epochs": sum(i.epoch + 1 for i in self.rt.loader_infos()),
+                       "replay": self.replay is not None, "accelerator": devices.accelerator(),
                        "transfer": self._transfer_note(),
-                       "copies": None if self.copies is None else self.copies.total, "cpu": cost})
-        self.rt.shutdown_and_exit(0)
-
-    # ------------------------------------------------------------ the end without completion
+                       "copies": None if self.copies is None else self.copies.total, "cpu": cost,
+                       **self.method_now(), "wait": self._wait_method(), **self.sources_summary()})
+        if not self.rt.exit_pending:
+            self.rt.shutdown_and_exit(0)
 
     def close_for_end(self) -> dict:
         """Flush what was measured and describe where the process stood (for `end`)."""
-        now = _ns()
+        t = now()
+        tr = self.tracker
         pending = None
-        if self.pending is not None:
-            pending = {"started_ns_ago": now - self.pending[0], "in_next": False}
-        elif self.in_next_since is not None:
-            pending = {"started_ns_ago": now - self.in_next_since, "in_next": True}
+        if tr.step is not None and self.phase in ("warmup", "window"):
+            waiting = tr.fetching_since
+            pending = {"started_ns_ago": t - tr.step.start, "waiting_for_data": waiting is not None,
+                       "waiting_ns": None if waiting is None else t - waiting}
         if self.phase == "window":
             self._flush()
+        if self.t0 is not None:
+            phase = "window"
+        elif self.rt.iterated or self.rt.orphans:
+            phase = "warmup"
+        else:
+            phase = "no DataLoader iterated"
         self.phase = "done"
-        return {"steps": self.steps.count, "phase_at_end": "window" if self.t0 is not None else "warmup",
-                "warmup_taken": self.taken, "epochs": self.epoch + 1, "samples": self.samples,
-                "window_s_so_far": None if self.t0 is None else (now - self.t0) / 1e9,
+        return {"phase_at_end": phase, "warmup_taken": self.warm_steps, **self._totals(),
+                "window_s_so_far": None if self.t0 is None else (t - self.t0) / 1e9,
                 "pending_step": pending, "replay": self.replay is not None,
-                "transfer": self._transfer_note()}
+                "transfer": self._transfer_note(), **self.method_now(),
+                "wait": self._wait_method()}

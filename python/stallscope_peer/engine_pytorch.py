@@ -7,6 +7,8 @@ import time
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler, TensorDataset
 
+from stallscope_steps import peaks
+
 from .sources import FashionMnistDataset, OpenedSource, SyntheticDataset
 from .worker_tracks import TracedCollate, TracedFetch, TracedLoader, TrackRecorder
 
@@ -175,6 +177,12 @@ class Engine:
         if self.req.loader.prefetch_to_device:
             return CudaPrefetcher(loader, self.device)
         return loader
+
+    def worker_processes(self) -> dict[int, dict]:
+        """The DataLoader's live worker processes (persistent ones between epochs); a non-persistent
+        epoch's workers end with it, their peaks read as they stop (stallscope_steps.peaks)."""
+        it = getattr(self.loader, "_iterator", None) if self.loader is not None else None
+        return peaks.dataloader_workers(it) if it is not None else {}
 
     def epoch_stats(self) -> dict:
         if self.recorder is None:

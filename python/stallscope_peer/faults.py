@@ -1,7 +1,9 @@
 """The STALLSCOPE_HARNESS_FAULT test hook: fail on purpose at step S of epoch E of the first mode.
 
 A prefix `rN:` fires on rank N only (the launcher's RANK or SLURM_PROCID), as one GPU's failure
-would.
+would. `alloc` does not fail: it makes the harness's resident memory 256 MiB larger for a moment
+(touched, then freed), so that epoch's peak memory is larger than the others' (the peak-memory
+tests: a peak is the epoch's own, reset when the next epoch opens).
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ import signal
 from dataclasses import dataclass
 
 VARIABLE = "STALLSCOPE_HARNESS_FAULT"
-KINDS = ("kill", "garbage", "exit")
+KINDS = ("kill", "garbage", "exit", "alloc")
+ALLOC_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # kill | garbage | exit
+    kind: str  # kill | garbage | exit | alloc
     epoch: int  # 0-based epoch of the first mode
     step: int  # 0-based step: fires once batch `step` is in hand, before it is used
 
@@ -27,6 +30,12 @@ class Fault:
 
     def fire(self, out) -> None:
         out.flush()
+        if self.kind == "alloc":
+            block = bytearray(ALLOC_BYTES)
+            for i in range(0, ALLOC_BYTES, 4096):  # touch every page: resident, not just reserved
+                block[i] = 1
+            del block
+            return
         if self.kind == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
         elif self.kind == "exit":
@@ -39,9 +48,9 @@ def from_env(environ=os.environ) -> Fault | None:
     text = environ.get(VARIABLE, "")
     if not text:
         return None
-    m = re.fullmatch(r"(?:r(\d+):)?(kill|garbage|exit)@(\d+):(\d+)", text.strip())
+    m = re.fullmatch(r"(?:r(\d+):)?(kill|garbage|exit|alloc)@(\d+):(\d+)", text.strip())
     if m is None:
-        raise ValueError(f"{VARIABLE}={text!r}: expected kill@E:S, garbage@E:S or exit@E:S "
+        raise ValueError(f"{VARIABLE}={text!r}: expected kill@E:S, garbage@E:S, exit@E:S or alloc@E:S "
                          f"(E the 0-based epoch, S the 0-based step), optionally after rN: "
                          f"(rank N only)")
     rank = environ.get("RANK") or environ.get("SLURM_PROCID") or "0"

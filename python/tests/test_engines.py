@@ -40,6 +40,21 @@ runpy.run_module("stallscope_peer", run_name="__main__", alter_sys=True)
 """
 
 
+def assert_same_batches(test: unittest.TestCase, ref, got, where: str, depth: int = 2) -> None:
+    """Two engines' batches, equal tensor for tensor: as many epochs (depth 2) and batches in each,
+    inputs equal and labels equal as integers. Lengths first: zip alone would pass a short side."""
+    import torch
+
+    epochs = (ref, got) if depth == 2 else ([ref], [got])
+    test.assertEqual(len(epochs[0]), len(epochs[1]), f"{where}: epochs")
+    for e, (a, b) in enumerate(zip(*epochs)):
+        test.assertEqual(len(a), len(b), f"{where}: batches in epoch {e}")
+        test.assertGreater(len(a), 0, f"{where}: epoch {e} is empty")
+        for i, ((xa, ya), (xb, yb)) in enumerate(zip(a, b)):
+            test.assertTrue(torch.equal(xa, xb), f"{where}: epoch {e} batch {i} inputs")
+            test.assertTrue(torch.equal(ya.long(), yb.long()), f"{where}: epoch {e} batch {i} labels")
+
+
 def loader(**kw):
     base = th.loader(dali_device="cpu", worker_kind="threads", batched_fetch=False)
     base.update(kw)
@@ -154,7 +169,11 @@ class EnginesHarnessTest(unittest.TestCase):
 
     def test_tensor_nodes_processes(self):
         lines = self.check_run("tensor_nodes_processes")
-        self.assertIsNotNone(lines[-2]["children_peak_rss_bytes"])  # worker processes ended
+        # Two worker processes (descendants of the harness): their peaks in each epoch, torch-sized.
+        for line in lines[1:-1]:
+            workers = line["memory"]["workers"]
+            self.assertGreaterEqual(len(workers), 2, workers)
+            self.assertGreater(line["children_peak_rss_bytes"], 2 * (10 << 20))
 
     def test_synthetic_dali_and_batched_pytorch(self):
         self.check_run("synthetic_pytorch_batched")
@@ -270,10 +289,8 @@ class EngineOrderTest(unittest.TestCase):
         batches = [[[4, 9, 1], [0, 2]], [[19, 3, 7]]]
         ref = run_engine("pytorch", source, batches, workers=0)
         got = run_engine("nodes", source, batches, workers=2)
-        for a, b in zip(ref, got):
-            self.assertEqual(len(a), len(b))
-            for (xa, ya), (xb, yb) in zip(a, b):
-                self.assertTrue(torch.equal(xa, xb) and torch.equal(ya, yb))
+        self.assertEqual(len(ref), 2)
+        assert_same_batches(self, ref, got, "python source on nodes")
 
     def test_nodes_images_identical_to_pytorch(self):
         """The same ImageDataset on worker threads: centre crops are bit for bit the pytorch engine's."""
@@ -295,8 +312,7 @@ class EngineOrderTest(unittest.TestCase):
             batches = [[[4, 1], [0, 3, 2]]]
             ref = run_engine("pytorch", source, batches, workers=0)
             got = run_engine("nodes", source, batches, workers=2)
-            for (xa, ya), (xb, yb) in zip(ref[0], got[0]):
-                self.assertTrue(torch.equal(xa, xb) and torch.equal(ya, yb))
+            assert_same_batches(self, ref, got, "images on nodes")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -313,11 +329,7 @@ class EngineOrderTest(unittest.TestCase):
         ref = run_engine("pytorch", source, batches, workers=0)
         for name, kw in (("dali", {}), ("nodes", {}), ("nodes", {"worker_kind": "processes"})):
             got = run_engine(name, source, batches, **kw)
-            for e, (a, b) in enumerate(zip(ref, got)):
-                self.assertEqual(len(a), len(b), f"{name} {kw} epoch {e}")
-                for (xa, ya), (xb, yb) in zip(a, b):
-                    self.assertTrue(torch.equal(xa, xb), f"{name} {kw} epoch {e}")
-                    self.assertTrue(torch.equal(ya, yb.long()), f"{name} {kw} epoch {e}")
+            assert_same_batches(self, ref, got, f"{name} {kw}")
 
     def test_dali_images_match_torchvision(self):
         """DALI's decode/resize/crop/normalise against PIL + torchvision, on the same files and crops.
@@ -401,9 +413,8 @@ class BatchedFetchTest(unittest.TestCase):
         fast, batched = self.epoch_time(True)
         self.assertGreater(slow, 16 * 0.020)  # 16 sleeps of 20 ms
         self.assertLess(fast, 8 * 0.020)  # 2 sleeps of 20 ms, with margin
-        for (xa, ya), (xb, yb) in zip(per_sample, batched):
-            self.assertTrue(torch.equal(xa, xb))
-            self.assertTrue(torch.equal(ya, yb))
+        self.assertEqual(len(per_sample), 2)
+        assert_same_batches(self, per_sample, batched, "per-sample against batched fetch", depth=1)
 
     def test_getitems_called_once_per_batch(self):
         import torch

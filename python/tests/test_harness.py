@@ -98,7 +98,8 @@ def is_num(v) -> bool:
 HELLO_KEYS = {"type", "protocol", "engine", "python", "torch", "torchvision", "spdl", "parameters",
               "samples", "sample_shape", "batch_bytes"}
 EPOCH_KEYS = {"type", "mode", "epoch", "seconds", "samples", "steps", "bytes", "host_peak_rss_bytes",
-              "children_peak_rss_bytes", "loader"}
+              "children_peak_rss_bytes", "memory", "loader"}
+MEMORY_KEYS = {"main", "workers", "workers_peak_rss_bytes"}
 DIAG_KEYS = {"iterator_creation_s", "next_wait_ns", "transfer_ns", "compute_ns"}
 
 
@@ -242,6 +243,26 @@ class HarnessTest(unittest.TestCase):
         per_sample = math.prod(hello["sample_shape"]) * 4 + 8
         self.assertEqual(hello["batch_bytes"], req["loader"]["batch_size"] * per_sample)
 
+    def check_memory(self, where: str, line: dict) -> None:
+        """The epoch's peaks: the harness's own (VmHWM, reset when the epoch opened) and its
+        workers' (their sum, the largest set alive together), with PSS and USS beside RSS."""
+        memory = line["memory"]
+        self.assertEqual(set(memory), MEMORY_KEYS, where)
+        main = memory["main"]
+        self.assertEqual(main["peak_rss_bytes"], line["host_peak_rss_bytes"], where)
+        self.assertTrue(is_int(main["peak_rss_bytes"]) and main["peak_rss_bytes"] > 0, where)
+        self.assertEqual(main["peak_since"], "window", where)  # clear_refs works on this machine
+        self.assertLessEqual(main["uss_bytes"], main["pss_bytes"], where)
+        self.assertLessEqual(main["pss_bytes"], main["rss_bytes"], where)
+        self.assertLessEqual(main["rss_bytes"], main["peak_rss_bytes"], where)
+        peaks = [w["peak_rss_bytes"] for w in memory["workers"] if w["peak_rss_bytes"] is not None]
+        self.assertEqual(line["children_peak_rss_bytes"], memory["workers_peak_rss_bytes"], where)
+        if peaks:
+            self.assertGreaterEqual(memory["workers_peak_rss_bytes"], max(peaks), where)
+            self.assertLessEqual(memory["workers_peak_rss_bytes"], sum(peaks), where)
+        else:
+            self.assertIsNone(memory["workers_peak_rss_bytes"], where)
+
     def check_epoch(self, name: str, line: dict, mode: str, epoch: int, batches, hello, engine,
                     workers: int = 0) -> None:
         where = f"{name} {mode} epoch {epoch}"
@@ -259,9 +280,7 @@ class HarnessTest(unittest.TestCase):
         self.assertTrue(is_int(line["steps"]) and is_int(line["samples"]), where)
         per_sample = math.prod(hello["sample_shape"]) * 4 + 8
         self.assertEqual(line["bytes"], line["samples"] * per_sample, where)
-        self.assertTrue(is_int(line["host_peak_rss_bytes"]) and line["host_peak_rss_bytes"] > 0, where)
-        c = line["children_peak_rss_bytes"]
-        self.assertTrue(c is None or (is_int(c) and c > 0), where)
+        self.check_memory(where, line)
         if mode == "diagnostic":
             self.assertTrue(is_num(line["iterator_creation_s"]) and line["iterator_creation_s"] >= 0)
             for key in ("next_wait_ns", "transfer_ns", "compute_ns"):
@@ -347,7 +366,11 @@ class HarnessTest(unittest.TestCase):
 
     def test_synthetic_none_pytorch_workers_2(self):
         lines = self.check_run("synthetic_none_pt_w2")
-        self.assertIsNotNone(lines[-2]["children_peak_rss_bytes"])
+        # Non-persistent workers end with each epoch: both were read as they stopped.
+        for line in lines[1:-1]:
+            workers = line["memory"]["workers"]
+            self.assertEqual([(w["worker_id"], w["ended"]) for w in workers], [(0, True), (1, True)])
+            self.assertGreater(line["children_peak_rss_bytes"], 2 * (10 << 20))  # each imports torch
 
     def test_synthetic_none_spdl_threads(self):
         self.check_run("synthetic_none_spdl_threads")
@@ -555,11 +578,16 @@ class ModelTest(unittest.TestCase):
         opt = {"name": "sgd", "lr": 0.1}
         a = Trainer(spec, opt, torch.device("cpu"), 3)
         b = Trainer(spec, opt, torch.device("cpu"), 3)
-        for p, q in zip(a.module.parameters(), b.module.parameters()):
+        pa, pb = list(a.module.parameters()), list(b.module.parameters())
+        self.assertEqual([p.shape for p in pa], [q.shape for q in pb])
+        self.assertGreater(len(pa), 0)
+        for p, q in zip(pa, pb):
             self.assertTrue(torch.equal(p, q))
-        before = [p.detach().clone() for p in a.module.parameters()]
+        before = [p.detach().clone() for p in pa]
         a.step(*a.synthetic_batch(2))
-        self.assertTrue(any(not torch.equal(p, q) for p, q in zip(before, a.module.parameters())))
+        after = list(a.module.parameters())
+        self.assertEqual(len(after), len(before))
+        self.assertTrue(any(not torch.equal(p, q) for p, q in zip(before, after)))
 
 
 class RequestTest(unittest.TestCase):

@@ -32,6 +32,7 @@ from stallscope_job.config import ConfigError, parse  # noqa: E402
 
 TIMEOUT_S = 120
 TYPES = {"hello", "loader", "cold", "epoch", "window", "replay", "steps", "memory", "done", "end", "error"}
+MiB = 1 << 20
 BASE_ENV = {"OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
@@ -45,6 +46,7 @@ class Run:
 
     def __init__(self, status: int, stdout: str, stderr: str, out_dir: Path) -> None:
         self.status, self.stdout, self.stderr = status, stdout, stderr
+        self.out = out_dir
         self.by_pid = launch.read_records(out_dir)
 
     @property
@@ -199,9 +201,13 @@ OUTPUT = """
     print("before", flush=False)
     sys.stderr.write("err before\\n")
     loader = DataLoader(TensorDataset(torch.arange(40.0)), batch_size=2, num_workers=2)
+    weight = torch.zeros(1, requires_grad=True)
+    opt = torch.optim.SGD([weight], lr=0.1)
     for i, (x,) in enumerate(loader):
         print(f"step {i} {x.tolist()}")
         sys.stderr.write(f"err {i}\\n")
+        (weight * x).sum().backward()
+        opt.step()
     print("after")
 """
 
@@ -285,10 +291,210 @@ def iterable(case: Case):
                 for i in range(start, 400, step):
                     yield torch.full((3,), float(i))
 
+        model = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
         for x in DataLoader(Stream(), batch_size=5):
-            x.mean()
+            model(x).mean().backward()
+            opt.step()
     """
     return case.run([str(case.script(body))], case.job(warmup=2, steps=10, overrides={"num_workers": 2}))
+
+
+THREAD_BUFFER = """
+    import queue, threading, time
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Slow(Dataset):
+        def __len__(self):
+            return 4096
+        def __getitem__(self, i):
+            time.sleep(0.004)
+            return torch.randn(8), i % 2
+
+    loader = DataLoader(Slow(), batch_size=4)
+    q = queue.Queue(maxsize=2)
+
+    def fill():
+        for batch in loader:
+            q.put(batch)
+
+    threading.Thread(target=fill, daemon=True).start()
+    model = torch.nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    while True:
+        x, y = q.get()
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+"""
+
+
+@scenario
+def thread_buffer(case: Case):
+    """The training thread only takes from a queue a daemon thread fills from the DataLoader."""
+    return case.run([str(case.script(THREAD_BUFFER))], case.job(warmup=3, steps=12))
+
+
+@scenario
+def thread_buffer_replay(case: Case):
+    return case.run([str(case.script(THREAD_BUFFER))], case.job(warmup=3, steps=12, replay_batches=4))
+
+
+POLLING_BUFFER = """
+    import queue, threading, time
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Slow(Dataset):
+        def __len__(self):
+            return 12
+        def __getitem__(self, i):
+            time.sleep(0.003)
+            return torch.randn(8), i % 2
+
+    loader = DataLoader(Slow(), batch_size=4)
+
+    def buffered():
+        # MONAI's ThreadBuffer: a new queue and thread each epoch, polled with a timeout.
+        q = queue.Queue(maxsize=1)
+        t = threading.Thread(target=lambda: [q.put(b) for b in loader], daemon=True)
+        t.start()
+        while t.is_alive() or not q.empty():
+            try:
+                yield q.get(timeout=0.002)
+            except queue.Empty:
+                pass
+
+    model = torch.nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    while True:
+        for x, y in buffered():
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+"""
+
+
+@scenario
+def polling_buffer(case: Case):
+    """3 batches an epoch through a new polled queue each epoch: the first gets of an epoch come
+    before the queue is known to carry data."""
+    return case.run([str(case.script(POLLING_BUFFER))], case.job(warmup=2, steps=12))
+
+
+VALIDATION = """
+    import itertools, time
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    train = DataLoader(TensorDataset(torch.randn(4096, 8), torch.randint(0, 2, (4096,))), batch_size=8)
+    val = DataLoader(TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,))), batch_size=8)
+    model = torch.nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for i, (x, y) in enumerate(train):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        if i % 4 == 3:
+            if {no_grad}:
+                with torch.no_grad():
+                    for vx, vy in val:
+                        model(vx)
+                        time.sleep(0.002)
+            else:
+                for vx, vy in itertools.islice(val, 3):
+                    with torch.no_grad():
+                        model(vx)
+                    time.sleep(0.002)
+"""
+
+
+@scenario
+def validation_no_grad(case: Case):
+    return case.run([str(case.script(VALIDATION.replace("{no_grad}", "True")))],
+                    case.job(warmup=2, steps=12))
+
+
+@scenario
+def validation_islice(case: Case):
+    return case.run([str(case.script(VALIDATION.replace("{no_grad}", "False")))],
+                    case.job(mode="diagnostic", warmup=2, steps=12))
+
+
+PEAKS = """
+    import sys
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    MAIN_AT, WORKER_AT = int(sys.argv[1]), int(sys.argv[2])
+    BIG = 192 << 20
+
+    def touch():
+        block = bytearray(BIG)
+        for i in range(0, BIG, 4096):
+            block[i] = 1
+        return len(block)
+
+    class Data(Dataset):
+        def __len__(self):
+            return 400
+        def __getitem__(self, i):
+            if i == WORKER_AT * 2:  # the first sample of batch WORKER_AT (worker WORKER_AT % 2)
+                touch()
+            return torch.randn(4), 0
+
+    loader = DataLoader(Data(), batch_size=2, num_workers=2, persistent_workers=True)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step, (x, _) in enumerate(loader):
+        if step == MAIN_AT:
+            touch()
+        model(x).sum().backward()
+        opt.step()
+"""
+
+
+@scenario
+def peaks_in_window(case: Case):
+    """192 MiB touched in the main process and in worker 0 inside the window (step 10 of 4 + 12)."""
+    return case.run([str(case.script(PEAKS)), "10", "10"], case.job(warmup=4, steps=12))
+
+
+@scenario
+def peaks_in_warmup(case: Case):
+    """The same, in warm-up (step 0): the window's peaks must not see it."""
+    return case.run([str(case.script(PEAKS)), "0", "0"], case.job(warmup=4, steps=12))
+
+
+@scenario
+def pin_on_cpu(case: Case):
+    return case.run([str(case.script(THREE_LOADERS))], case.job(overrides={"pin_memory": True}))
+
+
+WORKER_FAILS = """
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Broken(Dataset):
+        def __len__(self):
+            return 64
+        def __getitem__(self, i):
+            if i == 20:
+                raise KeyError(f"sample {i} is missing")
+            return torch.randn(4)
+
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for x in DataLoader(Broken(), batch_size=4, num_workers=1):
+        model(x).sum().backward()
+        opt.step()
+"""
+
+
+@scenario
+def worker_fails(case: Case):
+    return case.run([str(case.script(WORKER_FAILS))], case.job(warmup=1, steps=20))
 
 
 FAULT_LOOP = """
@@ -297,9 +503,11 @@ FAULT_LOOP = """
     from torch.utils.data import DataLoader, TensorDataset
     loader = DataLoader(TensorDataset(torch.randn({samples}, 4)), batch_size=2)
     model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
     for i, (x,) in enumerate(loader):
         {action}
         model(x).sum().backward()
+        opt.step()
     print("loop over")
 """
 
@@ -367,7 +575,8 @@ class JobTest(unittest.TestCase):
             if "done" in types or "end" in types:
                 self.assertIn(types[-1], ("done", "end"), types)
 
-    def check_window(self, run: Run, steps: int, diagnostic: bool = False) -> dict:
+    def check_window(self, run: Run, steps: int, diagnostic: bool = False,
+                     method: str = "training_thread") -> dict:
         """A completed window: the series are whole, consistent, and add up to window_s."""
         self.assertEqual(run.status, 0, run.stderr)
         self.check_common(run)
@@ -375,11 +584,17 @@ class JobTest(unittest.TestCase):
         series = run.series()
         self.assertEqual(done["steps"], steps)
         self.assertEqual(len(series["step_ns"]), steps)
+        for key in ("next_ns", "samples", "bytes", "batches", "apart_ns"):
+            self.assertEqual(len(series[key]), steps, key)
         self.assertTrue(all(0 < n <= s for n, s in zip(series["next_ns"], series["step_ns"])))
-        gaps = sum(r["gap_ns"] or 0 for r in run.of("epoch"))
-        self.assertAlmostEqual((sum(series["step_ns"]) + gaps) / 1e9, done["window_s"], delta=1e-6)
+        self.assertAlmostEqual((sum(series["step_ns"]) + sum(series["apart_ns"])) / 1e9, done["window_s"],
+                               delta=1e-6)
         self.assertEqual(done["samples"], sum(series["samples"]))
+        self.assertEqual(done["batches"], sum(series["batches"]))
+        self.assertEqual(done["wait"]["method"], method)
         if diagnostic:
+            for key in ("next_wait_ns", "transfer_ns", "compute_ns", "copies"):
+                self.assertEqual(len(series[key]), steps, key)
             for w, t, c, s in zip(series["next_wait_ns"], series["transfer_ns"], series["compute_ns"],
                                   series["step_ns"]):
                 self.assertEqual(w + t + c, s)
@@ -446,8 +661,12 @@ class WholeRunAndDiagnostic(JobTest):
         epochs = run.of("epoch")
         self.assertEqual([e["epoch"] for e in epochs], [1, 2])
         self.assertEqual([e["at_step"] for e in epochs], [6, 14])
-        self.assertTrue(all(e["gap_ns"] > 0 and e["phase"] == "window" for e in epochs))
+        self.assertTrue(all(e["phase"] == "window" and e["thread"] == "training" for e in epochs))
         self.assertEqual(run.one("done")["epochs"], 3)
+        # The next() that ends an epoch and the new iter() are that step's wait, not a gap.
+        series = run.series()
+        self.assertEqual(set(series["apart_ns"]), {0})
+        self.assertEqual(set(series["batches"]), {1})
         self.assertEqual(run.stdout.count("mean loss"), 2)  # epochs 0 and 1 ended before the window did
 
 
@@ -494,7 +713,16 @@ class Overrides(JobTest):
                          ("applied", True))
         self.assertEqual(loaders[0]["batch_size"], 8)
         self.assertEqual(loaders[1]["overrides"], [])
-        self.assertEqual(run.one("end")["phase_at_end"], "measured loader never iterated")
+        self.assertEqual(run.one("end")["phase_at_end"], "no DataLoader iterated")
+        self.assertEqual(loaders[0]["adjustments"], [
+            {"key": "prefetch_factor", "asked": 4, "in_effect": None, "by": "stallscope",
+             "why": "override refused: prefetch_factor needs num_workers > 0 (DataLoader requires None "
+                    "with num_workers=0)"},
+            {"key": "persistent_workers", "asked": True, "in_effect": False, "by": "stallscope",
+             "why": "override refused: persistent_workers needs num_workers > 0"},
+            {"key": "batch_size", "asked": 4, "in_effect": 8, "by": "stallscope",
+             "why": "override applied: it changes the training itself"}])
+        self.assertEqual(loaders[1]["adjustments"], [])
 
     def test_implied(self):
         """num_workers -> 0 clears the script's own prefetch, persistent and context."""
@@ -510,6 +738,15 @@ class Overrides(JobTest):
         refused = {d["key"]: d for d in c["overrides"]}["batch_size"]
         self.assertEqual(refused["status"], "refused")
         self.assertIn("batch_sampler", refused["reason"])
+        # Every adjustment is listed where the runner prints it from, with what is in effect.
+        self.assertEqual([(a["key"], a["asked"], a["in_effect"], a["by"]) for a in b["adjustments"]],
+                         [("batch_size", 4, 2, "stallscope"),
+                          ("prefetch_factor", 3, None, "stallscope"),
+                          ("persistent_workers", True, False, "stallscope"),
+                          ("multiprocessing_context", "spawn", None, "stallscope")])
+        self.assertEqual((b["in_effect"]["num_workers"], b["in_effect"]["persistent_workers"],
+                          b["in_effect"]["prefetch_factor"], b["in_effect"]["start_method"]),
+                         (0, False, None, None))
 
     def test_spawn_workers_stay_silent(self):
         """Spawned workers boot the instrumentation too (same env): they write nothing, print nothing."""
@@ -569,7 +806,7 @@ class ScriptUntouched(JobTest):
             ({"replay": True}, "STALLSCOPE_JOB.replay: expected false or"),
             ({"replay": {"batches": 2, "max_bytes": 0}}, "STALLSCOPE_JOB.replay.max_bytes: expected an integer >= 1"),
             ({"replay": {"max_bytes": 9}}, "STALLSCOPE_JOB.replay: expected false or"),
-            ({"protocol": 2}, "STALLSCOPE_JOB.protocol: expected 1"),
+            ({"protocol": 1}, "STALLSCOPE_JOB.protocol: expected 2"),
             ({"warmup": 1.5}, "STALLSCOPE_JOB.warmup: expected an integer >= 0, got the number 1.5"),
             ({"out_dir": os.path.join(out, "missing")}, "STALLSCOPE_JOB.out_dir: expected an existing folder"),
             ({"overrides_loader": -1}, "STALLSCOPE_JOB.overrides_loader: expected an integer >= 0"),
@@ -614,54 +851,60 @@ class CopyClockInProcess(unittest.TestCase):
         import torch
 
         from stallscope_job.copies import CopyClock
+        from stallscope_steps.clock import StepClock
 
-        saved = {n: torch.Tensor.__dict__.get(n) for n in ("to", "cuda", "copy_")}
-
-        def restore():
-            for name, method in saved.items():
-                if method is None:
-                    delattr(torch.Tensor, name)
-                else:
-                    setattr(torch.Tensor, name, method)
-
-        self.addCleanup(restore)
         try:  # what the unpatched copy does here (an error on a machine without CUDA)
             torch.ones(2).to("cuda")
             unpatched = None
         except Exception as e:  # noqa: BLE001 (compared below)
             unpatched = (type(e), str(e))
-        session = SimpleNamespace(phase="window", in_next_since=None, consumer=threading.get_ident(),
-                                  transfer_acc=0, copies_acc=0)
+        spans = []
+        tracker = SimpleNamespace(depth=0, tid=threading.get_ident(),
+                                  copied=lambda start, ns: spans.append(ns))
+        session = SimpleNamespace(phase="window", tracker=tracker,
+                                  clock=StepClock("diagnostic", lambda: None))
         clock = CopyClock(session)
         clock.install()
+        self.addCleanup(clock.uninstall)
         x = torch.ones(3)
         self.assertEqual(x.to(torch.float64).dtype, torch.float64)
         x.to("cpu"), x.to(x), x.to(device="cpu", dtype=torch.float16), torch.empty(3).copy_(x)
-        self.assertEqual((clock.total, session.copies_acc), (0, 0))
+        self.assertEqual((clock.total, spans), (0, []))
         if unpatched is None:
             self.assertEqual(x.to("cuda").device.type, "cuda")
-            self.assertEqual((clock.total, session.copies_acc), (1, 1))
-            self.assertGreater(session.transfer_acc, 0)
+            self.assertEqual(clock.total, 1)
+            self.assertGreater(spans[0], 0)
         else:
             with self.assertRaises(unpatched[0]) as caught:
                 x.to("cuda", non_blocking=True)
             self.assertEqual(str(caught.exception), unpatched[1])
-            self.assertEqual((clock.total, clock._depth.n), (0, 0))
-        session.in_next_since = 1  # inside next(): the loader's own copies belong to the wait
+            self.assertEqual((clock.total, clock._inside.n, spans), (0, 0, []))
+        tracker.depth = 1  # inside a fetch: the loader's own copies belong to the wait
         x.to("cpu")
         self.assertEqual(x.to.__name__, "to")
+        clock.uninstall()  # the originals back, as they were (inherited from TensorBase)
+        self.assertEqual([n for n in ("to", "cuda", "copy_") if n in torch.Tensor.__dict__], [])
+        self.assertIs(torch.Tensor.to, torch._C.TensorBase.to)
 
 
 class WhichLoaderAndReplay(JobTest):
-    def test_second_loader_iterated(self):
-        """A validation loader is iterated first; loader=1 measures the training loader."""
+    def test_the_fallback_times_the_loader_when_no_optimizer_steps(self):
+        """No optimizer: after warm-up + 64 batches of DataLoader iteration index 1 (loader=1), the
+        fallback times that loader's loop; the other loader, iterated first, is not its wait."""
         run = result("second_loader")
-        series = self.check_window(run, 5)
+        series = self.check_window(run, 5, method="loader_next")
         self.assertEqual(set(series["samples"]), {4})
-        cold = run.one("cold")
-        self.assertEqual((cold["loader"], cold["iteration_index"]), (0, 1))
+        colds = {c["iteration_index"]: c for c in run.of("cold")}
+        self.assertEqual((colds[1]["loader"], colds[0]["loader"]), (0, 1))
         train, val = run.of("loader")
         self.assertEqual((val["class"], val["batch_size"]), ("__main__.ValLoader", 16))
+        done = run.one("done")
+        self.assertEqual((done["step"]["boundary"], done["step"]["iteration_index"], done["step"]["loader"]),
+                         ("loader_next", 1, 0))
+        self.assertEqual(done["wait"]["method"], "loader_next")
+        self.assertEqual(run.one("window")["warmup_taken"], 1)
+        roles = {lo["loader"]: lo["role"] for lo in done["loaders"]}
+        self.assertEqual(roles[0], "training")
 
     def test_replay(self):
         """Replay holds 3 real batches; the window's next() then costs no loader work."""
@@ -693,7 +936,31 @@ class Faults(JobTest):
         self.assertEqual((end["reason"], end["status"], end["exception"], end["steps"]),
                          ("exception", 1, "RuntimeError", 0))
         self.assertEqual(end["traceback_tail"][-1], "RuntimeError: boom at the first step")
-        self.assertFalse(end["pending_step"]["in_next"])
+        self.assertIsNone(end["pending_step"])  # no step boundary yet: no training thread known
+        self.assertEqual(end["phase_at_end"], "warmup")
+        # The user's own frame, and the whole traceback for the bundle.
+        script = str(run.out.parent / "train.py")
+        lines = Path(script).read_text().splitlines()
+        line = next(n for n, text in enumerate(lines, 1) if "boom at the first step" in text)
+        self.assertEqual(end["user_frame"], {"file": script, "line": line, "function": "<module>",
+                                             "code": "raise RuntimeError('boom at the first step')"})
+        self.assertIsNone(end["worker_frame"])
+        self.assertTrue(end["traceback"].startswith("Traceback (most recent call last):\n"))
+        self.assertTrue(end["traceback"].endswith("RuntimeError: boom at the first step\n"))
+        self.assertEqual(end["exception_module"], "builtins")
+
+    def test_a_worker_failure_names_the_users_frame_in_the_worker(self):
+        run = result("worker_fails")
+        self.assertEqual(run.status, 1)
+        self.assertIn("KeyError", run.stderr)  # the script's own traceback, untouched
+        end = run.one("end")
+        self.assertEqual(end["exception"], "KeyError")
+        script = str(run.out.parent / "train.py")
+        self.assertEqual(end["user_frame"]["file"], script)  # the loop's line, in the main process
+        self.assertIn("DataLoader(Broken()", end["user_frame"]["code"])
+        self.assertEqual((end["worker_frame"]["file"], end["worker_frame"]["function"]),
+                         (script, "__getitem__"))
+        self.assertIn("raise KeyError", end["worker_frame"]["code"])
 
     def test_fails_mid_window_keeps_steps(self):
         run = result("fault_mid_window")
@@ -707,7 +974,8 @@ class Faults(JobTest):
         self.assertEqual((run.status, run.stdout), (0, "loop over\n"), run.stderr)
         end = run.one("end")
         self.assertEqual((end["reason"], end["status"], end["steps"]), ("exit", None, 8))
-        self.assertIsNone(end["pending_step"])
+        # After the last optimizer step a step began (the loop's StopIteration) and never ended.
+        self.assertFalse(end["pending_step"]["waiting_for_data"])
         self.assertEqual(len(run.series()["step_ns"]), 8)
 
     def test_sys_exit_mid_window(self):
@@ -731,8 +999,129 @@ class Faults(JobTest):
         end = run.one("end")
         self.assertEqual((end["reason"], end["signal"], end["steps"]), ("signal", "SIGTERM", 10))
         self.assertEqual(len(run.series()["step_ns"]), 10)
-        self.assertFalse(end["pending_step"]["in_next"])
+        self.assertEqual((end["pending_step"]["waiting_for_data"], end["pending_step"]["waiting_ns"]),
+                         (False, None))  # hung in its own code, not waiting for data
         self.assertGreater(end["pending_step"]["started_ns_ago"], 0)
+
+
+class TrainingThread(JobTest):
+    """The step is the training thread's, whatever stands between it and the DataLoader."""
+
+    def test_a_background_thread_fills_the_queue(self):
+        """The training thread's wait is its get() on the queue the loader's thread fills, not that
+        thread's next(): 4 samples x 4 ms per batch against a tiny model, input-bound."""
+        run = result("thread_buffer")
+        series = self.check_window(run, 12)
+        self.assertEqual(set(series["batches"]), {1})
+        self.assertEqual(set(series["samples"]), {4})
+        self.assertGreater(sum(series["next_ns"]) / sum(series["step_ns"]), 0.6)
+        done = run.one("done")
+        self.assertEqual(done["training_thread"], {"name": "MainThread", "main": True})
+        (queue,) = done["queues"]
+        self.assertEqual((queue["data"], queue["fed_by"], queue["role"], queue["class"]),
+                         (True, [0], "training", "queue.Queue"))
+        (loader,) = done["loaders"]
+        self.assertEqual((loader["role"], loader["threads"]), ("training", ["other"]))
+        self.assertIn("fed queue #0", {c["why"] for c in loader["classification"]})
+        self.assertEqual(done["wait"]["loaders_iterated_elsewhere_unseen"], [])
+
+    def test_replay_through_the_queue(self):
+        """The loader's thread gathers and then replays: the training thread no longer waits."""
+        run = result("thread_buffer_replay")
+        series = self.check_window(run, 12)
+        held = run.one("replay")
+        self.assertEqual([(p["loader"], p["batches"], p["short"]) for p in held["loaders"]], [(0, 4, None)])
+        self.assertGreater(held["gather_s"], 4 * 4 * 0.004 * 0.9)
+        steps = sorted(series["next_ns"])
+        self.assertLess(steps[len(steps) // 2], 2_000_000)  # a real batch takes 16 ms
+
+    def test_a_new_polled_queue_each_epoch(self):
+        """MONAI's shape: gets with a timeout on a queue made each epoch; the gets before its first
+        batch (the loader's thread starting) are the step's wait too."""
+        run = result("polling_buffer")
+        series = self.check_window(run, 12)
+        self.assertEqual(set(series["batches"]), {1})
+        # Each batch costs 4 x 3 ms in the loader's thread; the polled wait shows nearly all of it.
+        self.assertGreater(sorted(series["next_ns"])[6], 8_000_000)
+        done = run.one("done")
+        self.assertGreaterEqual(len(done["queues"]), 4)  # one per epoch: 3 batches each
+        self.assertEqual({q["role"] for q in done["queues"] if q["gets"]}, {"training"})
+
+    def test_validation_under_no_grad_is_apart(self):
+        run = result("validation_no_grad")
+        series = self.check_window(run, 12)
+        done = run.one("done")
+        roles = {lo["loader"]: lo for lo in done["loaders"]}
+        self.assertEqual((roles[0]["role"], roles[1]["role"]), ("training", "validation"))
+        self.assertEqual({c["why"] for c in roles[1]["classification"]},
+                         {"taken with gradients disabled (torch.no_grad or inference_mode)"})
+        # A pass of 8 batches, each with a 2 ms sleep, every 4th step: taken out of those steps.
+        apart = [a for a in series["apart_ns"] if a]
+        self.assertEqual(len(apart), 3)
+        self.assertTrue(all(a > 8 * 2_000_000 for a in apart), apart)
+        self.assertEqual(set(series["batches"]), {1})
+        self.assertAlmostEqual(done["apart_s"], sum(apart) / 1e9, delta=1e-9)
+
+    def test_validation_by_islice_is_apart_in_diagnostic_mode(self):
+        """No no_grad around the fetches: three batches, then the iterator freed, then training."""
+        run = result("validation_islice")
+        series = self.check_window(run, 12, diagnostic=True)
+        roles = {lo["loader"]: lo for lo in run.one("done")["loaders"]}
+        self.assertEqual(roles[1]["role"], "validation")
+        whys = {c["why"] for c in roles[1]["classification"] if c["phase"] == "window"}
+        self.assertTrue(whys <= {"its iterator ended (or was freed) before any backward or optimizer step",
+                                 "several batches with no backward or optimizer step between them, "
+                                 "then another source's"}, whys)
+        apart = [a for a in series["apart_ns"] if a]
+        self.assertEqual(len(apart), 3)
+        self.assertTrue(all(a > 3 * 2_000_000 for a in apart), apart)
+
+
+class PeakMemory(JobTest):
+    """A window's peak is its own: reset when it opens, for the main process and each worker."""
+
+    @staticmethod
+    def peaks(run: Run) -> tuple[int, int]:
+        memory = run.one("memory")
+        worker0 = [p for p in memory["processes"] if p["role"] == "worker" and p["worker_id"] == 0]
+        return memory["main_peak_rss_bytes"], worker0[0]["peak_rss_bytes"]
+
+    def test_a_window_that_allocates_has_the_higher_peak(self):
+        inside, before = result("peaks_in_window"), result("peaks_in_warmup")
+        for run in (inside, before):
+            self.check_window(run, 12)
+            memory = run.one("memory")
+            self.assertEqual(memory["main_peak_since"], "window")
+            workers = [p for p in memory["processes"] if p["role"] == "worker"]
+            self.assertEqual(sorted(w["worker_id"] for w in workers), [0, 1])
+            for w in workers:
+                self.assertEqual((w["peak_since"], w["alive_at_open"], w["ended_in_window"]),
+                                 ("window", True, False))
+                self.assertGreaterEqual(w["peak_rss_bytes"], w["rss_bytes"])
+                self.assertGreater(w["uss_open_bytes"], 0)
+            self.assertEqual(memory["workers_peak_rss_bytes"], sum(w["peak_rss_bytes"] for w in workers))
+            (stats,) = memory["loaders"]
+            self.assertEqual((stats["batches"], stats["samples"], stats["batch_bytes"]), (12, 24, 2 * 4 * 4 + 2 * 8))
+            self.assertGreaterEqual(stats["samples_since_uss_open"], stats["samples"])
+        (main_in, worker_in), (main_before, worker_before) = self.peaks(inside), self.peaks(before)
+        self.assertGreater(main_in - main_before, 150 * MiB, (main_in, main_before))
+        self.assertGreater(worker_in - worker_before, 150 * MiB, (worker_in, worker_before))
+
+
+class InEffect(JobTest):
+    def test_pin_memory_asked_on_the_cpu_is_not_in_effect(self):
+        import torch
+
+        run = result("pin_on_cpu")
+        self.assertEqual(run.status, 0, run.stderr)
+        available = torch.accelerator.is_available()
+        for lo in run.of("loader"):
+            self.assertTrue(lo["pin_memory"])  # what was asked (the override, applied)
+            self.assertEqual(lo["in_effect"]["pin_memory"], available)
+            pin = [a for a in lo["adjustments"] if a["key"] == "pin_memory"]
+            self.assertEqual(pin, [] if available else [
+                {"key": "pin_memory", "asked": True, "in_effect": False, "by": "pytorch",
+                 "why": "no accelerator is available, so PyTorch does not pin"}])
 
 
 class IterableAndFrameworks(JobTest):

@@ -1,7 +1,8 @@
 //! `cargo xtask setup --peers`: the Python environment of the peer engines
-//! (PyTorch's DataLoader, SPDL, NVIDIA DALI and torchdata.nodes) in the
-//! cache, pinned, and Debian's FFmpeg 5 libraries that `spdl.io` loads; one
-//! line when it is already there.
+//! (PyTorch's DataLoader, SPDL, NVIDIA DALI and torchdata.nodes) and of the
+//! job catalog's training loops (Lightning, MONAI, accelerate, transformers)
+//! in the cache, pinned, and Debian's FFmpeg 5 libraries that `spdl.io`
+//! loads; one line when it is already there.
 use crate::cmd::Cmd;
 use crate::libtorch;
 use anyhow::{Context, Result, bail};
@@ -29,6 +30,20 @@ const ENGINE_PACKAGES: [&str; 3] = [
     // Trainer, as users' scripts do.
     "lightning==2.6.6",
 ];
+/// The packages whose loops the ground-truth catalog of `stallscope job`
+/// trains (fixtures/job/catalog, python/tests/test_catalog.py), pinned too and
+/// added the same way: about 33 MiB to download (and torch's triton again,
+/// dropped after), 227 MiB more on disk (monai 1.6.1 16 MiB, accelerate
+/// 1.16.0 4 MiB, transformers 5.25.0 131 MiB, their dependencies the rest). Checked to install beside
+/// torch==2.11.0 from PyPI.
+const JOB_PACKAGES: [&str; 3] = [
+    // `ThreadDataLoader`: a background thread fills a buffer from the DataLoader.
+    "monai==1.6.1",
+    // `Accelerator.prepare`: a DataLoader that fetches one batch ahead.
+    "accelerate==1.16.0",
+    // `Trainer` on a tiny model built from a config (no download).
+    "transformers==5.25.0",
+];
 /// Debian's FFmpeg 5 libraries (spdl 0.8 accepts FFmpeg 5).
 pub(crate) const FFMPEG: [&str; 7] = [
     "libavutil57",
@@ -39,13 +54,41 @@ pub(crate) const FFMPEG: [&str; 7] = [
     "libswresample4",
     "libavdevice59",
 ];
-/// What must import, and the versions that must answer (PACKAGES, then ENGINE_PACKAGES).
+/// What must import, and the versions that must answer (PACKAGES; the tiers have theirs).
 const CHECK: &str = "import torch, torchvision, spdl.pipeline, spdl.io, PIL, numpy; \
 import importlib.metadata as m; \
 print(torch.__version__.split('+')[0], torchvision.__version__.split('+')[0], m.version('spdl'))";
 const ENGINE_CHECK: &str = "import nvidia.dali, nvidia.dali.plugin.pytorch, torchdata.nodes, lightning; \
 import importlib.metadata as m; \
 print(m.version('nvidia-dali-cuda130'), m.version('torchdata'), m.version('lightning'))";
+/// JOB_PACKAGES: their distributions are found at the pinned versions (importing
+/// monai takes seconds; the catalog's test imports each where it runs).
+const JOB_CHECK: &str = "import importlib.metadata as m; \
+print(m.version('monai'), m.version('accelerate'), m.version('transformers'))";
+
+/// Packages installed over a working base environment instead of remaking it.
+struct Tier {
+    packages: &'static [&'static str],
+    /// Prints the versions that must answer.
+    check: &'static str,
+    versions: [&'static str; 3],
+    cost: &'static str,
+}
+
+const TIERS: [Tier; 2] = [
+    Tier {
+        packages: &ENGINE_PACKAGES,
+        check: ENGINE_CHECK,
+        versions: ["2.4.0", "0.11.0", "2.6.6"],
+        cost: "about 630 MB and a minute",
+    },
+    Tier {
+        packages: &JOB_PACKAGES,
+        check: JOB_CHECK,
+        versions: ["1.6.1", "1.16.0", "5.25.0"],
+        cost: "about 230 MB and a minute",
+    },
+];
 
 /// The environment's interpreter.
 pub(crate) fn python() -> Result<PathBuf> {
@@ -67,12 +110,12 @@ fn base_works(python: &Path) -> bool {
     answers(python, CHECK, &["2.11.0", "0.26.0", "0.8.0"])
 }
 
-fn engines_work(python: &Path) -> bool {
-    answers(python, ENGINE_CHECK, &["2.4.0", "0.11.0", "2.6.6"])
+fn tier_works(python: &Path, tier: &Tier) -> bool {
+    answers(python, tier.check, &tier.versions)
 }
 
 fn works(python: &Path) -> bool {
-    base_works(python) && engines_work(python)
+    base_works(python) && TIERS.iter().all(|t| tier_works(python, t))
 }
 
 fn pip_install(venv: &Path, packages: &[&str]) -> Result<()> {
@@ -95,31 +138,13 @@ pub(crate) fn ensure(done: &mut Vec<String>) -> Result<PathBuf> {
         .context("the environment's folder")?
         .to_path_buf();
     if base_works(&python) {
-        eprintln!(
-            "setup: adding the dali and nodes engines to {} ({}): about 630 MB and a minute",
-            venv.display(),
-            ENGINE_PACKAGES.join(" ")
-        );
-        pip_install(&venv, &ENGINE_PACKAGES)?;
-        // torchdata requires torch, and pip brings torch's triton back.
-        drop_triton(&venv)?;
-        check(&python, &venv)?;
-        done.push(format!(
-            "added {} to the peers' Python environment {}",
-            ENGINE_PACKAGES.join(" "),
-            venv.display()
-        ));
+        add_tiers(&python, &venv, done)?;
         return Ok(python);
     }
     eprintln!(
         "setup: making the peers' Python environment in {} ({}): about 5 GB and 2 minutes",
         venv.display(),
-        PACKAGES
-            .iter()
-            .chain(&ENGINE_PACKAGES)
-            .copied()
-            .collect::<Vec<_>>()
-            .join(" ")
+        all_packages().join(" ")
     );
     if venv.exists() {
         std::fs::remove_dir_all(&venv)
@@ -133,8 +158,7 @@ pub(crate) fn ensure(done: &mut Vec<String>) -> Result<PathBuf> {
         .arg(&venv)
         .run()
         .context("python3 -m venv failed (Debian: apt-get install python3-venv)")?;
-    let all: Vec<&str> = PACKAGES.iter().chain(&ENGINE_PACKAGES).copied().collect();
-    pip_install(&venv, &all)?;
+    pip_install(&venv, &all_packages())?;
     drop_triton(&venv)?;
     check(&python, &venv)?;
     done.push(format!(
@@ -142,6 +166,32 @@ pub(crate) fn ensure(done: &mut Vec<String>) -> Result<PathBuf> {
         venv.display()
     ));
     Ok(python)
+}
+
+fn all_packages() -> Vec<&'static str> {
+    let tiers = TIERS.iter().flat_map(|t| t.packages.iter());
+    PACKAGES.iter().chain(tiers).copied().collect()
+}
+
+/// Install each tier the working base environment lacks (engines, then the
+/// catalog's packages) instead of remaking it.
+fn add_tiers(python: &Path, venv: &Path, done: &mut Vec<String>) -> Result<()> {
+    for tier in TIERS.iter().filter(|t| !tier_works(python, t)) {
+        let packages = tier.packages.join(" ");
+        eprintln!(
+            "setup: adding {packages} to {}: {}",
+            venv.display(),
+            tier.cost
+        );
+        pip_install(venv, tier.packages)?;
+        // torchdata and accelerate require torch, and pip brings torch's triton back.
+        drop_triton(venv)?;
+        done.push(format!(
+            "added {packages} to the peers' Python environment {}",
+            venv.display()
+        ));
+    }
+    check(python, venv)
 }
 
 /// Triton (~640 MB) serves torch.compile's GPU kernels only; neither the
@@ -158,13 +208,14 @@ fn check(python: &Path, venv: &Path) -> Result<()> {
     if works(python) {
         return Ok(());
     }
-    let why = [CHECK, ENGINE_CHECK]
+    let why = [CHECK, ENGINE_CHECK, JOB_CHECK]
         .iter()
         .find_map(|c| Cmd::new(python).args(["-c", c]).read().err())
         .map_or_else(|| "wrong versions".to_string(), |e| format!("{e:#}"));
     bail!(
         "the peers' environment {} was made but does not import torch, torchvision, spdl.pipeline, \
-spdl.io, nvidia.dali and torchdata.nodes at the pinned versions: {why}",
+spdl.io, nvidia.dali, torchdata.nodes, lightning, monai, accelerate and transformers at the \
+pinned versions: {why}",
         venv.display()
     );
 }

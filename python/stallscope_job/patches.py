@@ -1,0 +1,197 @@
+"""Every method stallscope replaces in the script's process, each forwarding to the runtime, all undoable.
+
+- at `torch.utils.data.dataloader`'s import: `DataLoader.__init__` (overrides, the `loader` record)
+  and `DataLoader.__iter__` (epochs, the iterator's source);
+- when the process activates (its first DataLoader): every DataLoader iterator's `__next__`
+  (`_BaseDataLoaderIter`, so single- and multi-process iterators, whoever created them),
+  `queue.Queue.get` and `.put` (data queues), `torch.autograd.backward`, torch.optim's global step
+  post-hook, and the worker shutdown of `_MultiProcessingDataLoaderIter` (peaks of workers that end).
+
+Each patched method checks `rt.live` first and calls the original at once when the runtime is off
+(a DataLoader worker, a process that has written `done`, an instrumentation failure). `Patches.undo`
+puts everything back (in-process tests and the overhead micro-benchmark use it).
+
+The training thread's own `next()` on a DataLoader with nothing special pending (no first batch
+to record, no replay) and its `backward` take a **fast path** (`rt.fast_tid`, set once the training
+thread is known): a tuple appended to the tracker's log, nothing else (the lead optimizer's step
+resolves the log). It is the same measurement as the general path, in fewer operations: a step's
+own cost is what the instrumentation must not change.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+
+get_ident = threading.get_ident
+now = time.perf_counter_ns
+
+
+class Patches:
+    """The replaced attributes, in order, with what to restore."""
+
+    def __init__(self) -> None:
+        self._undo: list = []
+
+    def replace(self, owner, name: str, value) -> None:
+        original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        setattr(owner, name, value)
+        self._undo.append(lambda: setattr(owner, name, original))
+
+    def add(self, undo) -> None:
+        self._undo.append(undo)
+
+    def undo(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+
+def dataloader(rt, module, patches: Patches) -> None:
+    """DataLoader.__init__ and __iter__ on the base class (subclasses and frameworks' loaders too)."""
+    import inspect
+
+    cls = module.DataLoader
+    orig_init, orig_iter = cls.__init__, cls.__iter__
+    signature = inspect.signature(orig_init)
+
+    @functools.wraps(orig_init)
+    def __init__(self, *args, **kwargs):
+        rt.construct(self, orig_init, signature, args, kwargs)
+
+    @functools.wraps(orig_iter)
+    def __iter__(self):
+        return rt.iterate(self, orig_iter)
+
+    patches.replace(cls, "__init__", __init__)
+    patches.replace(cls, "__iter__", __iter__)
+
+
+def hot(rt, patches: Patches) -> None:
+    """The patches on the training path, installed when the process activates."""
+    import torch
+
+    _iterators(rt, patches, torch.is_grad_enabled)
+    _queues(rt, patches, torch.is_grad_enabled)
+    _training(rt, patches)
+
+
+def _iterators(rt, patches: Patches, grad_enabled) -> None:
+    """Every DataLoader iterator's __next__: the training thread's fast path, a known feeder's, and
+    the general one (runtime.Runtime.next)."""
+    from torch.utils.data import dataloader as dl
+
+    base = dl._BaseDataLoaderIter
+    orig_next = base.__next__
+
+    @functools.wraps(orig_next)
+    def __next__(self):
+        tid = get_ident()
+        fast = rt.fast_tid
+        if fast is not None and fast != tid:  # a feeder thread, already known as one
+            info = self.__dict__.get("_stallscope_src")
+            if info is not None and info.plain and rt.tracker.feeders.get(tid) is info:
+                batch = orig_next(self)
+                info.delivered += 1
+                if rt.session.counting:
+                    rt.count(info, batch)
+                return batch
+        elif fast == tid:
+            tr = rt.tracker
+            info = self.__dict__.get("_stallscope_src")
+            if info is not None and info.plain and not tr.depth:
+                mark = tr.mark
+                t0 = tr.depth = mark()
+                try:
+                    batch = orig_next(self)
+                except StopIteration:
+                    tr.depth = 0
+                    end = now()
+                    tr.log.append((t0, end, end if mark is now else mark(), info, None, True,
+                                   not grad_enabled()))
+                    raise
+                finally:
+                    tr.depth = 0
+                end = now()
+                tr.log.append((t0, end, end if mark is now else mark(), info, batch, False,
+                               not grad_enabled()))
+                info.delivered += 1
+                return batch
+        if not rt.live:
+            return orig_next(self)
+        return rt.next(self, orig_next)
+
+    patches.replace(base, "__next__", __next__)
+
+
+def _queues(rt, patches: Patches, grad_enabled) -> None:
+    """queue.Queue.get (the training thread's fast path on a data queue, else the general one) and
+    .put (a feeder's put marks a data queue; a put already seen costs a lookup)."""
+    import queue
+
+    orig_get, orig_put = queue.Queue.get, queue.Queue.put
+
+    @functools.wraps(orig_get)
+    def get(self, block=True, timeout=None):
+        if rt.fast_tid == get_ident():
+            tr = rt.tracker
+            info = self.__dict__.get("_stallscope_q")
+            if info is not None and info.data and info.pending is None and not tr.depth:
+                mark = tr.mark
+                t0 = tr.depth = mark()
+                item = None
+                try:
+                    item = orig_get(self, block, timeout)
+                    return item
+                finally:
+                    tr.depth = 0
+                    end = now()
+                    tr.log.append((t0, end, end if mark is now else mark(), info, item, False,
+                                   not grad_enabled()))
+                    info.gets += 1
+        if not rt.live:
+            return orig_get(self, block, timeout)
+        return rt.queue_get(self, orig_get, block, timeout)
+
+    @functools.wraps(orig_put)
+    def put(self, item, block=True, timeout=None):
+        if rt.live:
+            info = self.__dict__.get("_stallscope_q")
+            if info is None or info.last_feeder is not rt.tracker.feeders.get(get_ident(), info):
+                rt.queue_put(self)
+        return orig_put(self, item, block, timeout)
+
+    patches.replace(queue.Queue, "get", get)
+    patches.replace(queue.Queue, "put", put)
+
+
+def _training(rt, patches: Patches) -> None:
+    """torch.autograd.backward (an event; the training thread's fast path), the optimizer step
+    post-hook (the lead's step ends a training step), the worker shutdown (their peaks)."""
+    import torch
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    from stallscope_steps import peaks
+
+    orig_backward = torch.autograd.backward
+
+    @functools.wraps(orig_backward)
+    def backward(*args, **kwargs):
+        if rt.fast_tid == get_ident():
+            tr = rt.tracker
+            tr.events += 1
+            tr.log.append((now(),))
+        elif rt.live:
+            rt.backward()
+        return orig_backward(*args, **kwargs)
+
+    patches.replace(torch.autograd, "backward", backward)
+
+    def optimizer_post_hook(optimizer, _args, _kwargs):
+        if rt.fast_tid == get_ident() and optimizer is rt.tracker.lead:
+            rt.step_ends()
+        elif rt.live:
+            rt.optimizer_step(optimizer)
+
+    patches.add(register_optimizer_step_post_hook(optimizer_post_hook).remove)
+    patches.add(peaks.watch_shutdowns(rt.workers_ending))

@@ -1,0 +1,131 @@
+"""What the training thread takes batches from: DataLoaders and data queues, and how each was classified.
+
+A **source** is one DataLoader (all its iterators, across epochs) or one data queue (a `queue.Queue`
+that a thread iterating a DataLoader puts into). The training thread's fetches from a source are
+classified in bursts (training.py); each source counts the batches of each classification and why,
+for the `done` record's `loaders` and `queues`.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+# Why a burst of fetches is not the training step's data (docs/job-protocol.md, "Classification").
+NO_GRAD = "taken with gradients disabled (torch.no_grad or inference_mode)"
+SEVERAL = "several batches with no backward or optimizer step between them, then another source's"
+ENDED = "its iterator ended (or was freed) before any backward or optimizer step"
+FALLBACK = "not the DataLoader whose loop the fallback times"
+TRAINED = "a backward or optimizer step followed it"
+ONLY = "the only data before a backward or optimizer step (the other rules would have left none)"
+TRAINING_FALLBACK = "the DataLoader whose loop the fallback times"
+
+
+class Source:
+    """Counts of classified batches: (phase, role, why) -> [bursts, batches]."""
+
+    kind = "source"
+
+    def __init__(self) -> None:
+        self.roles: dict[tuple[str, str, str], list[int]] = {}
+
+    def note(self, phase: str, role: str, why: str, batches: int) -> None:
+        got = self.roles.get((phase, role, why))
+        if got is None:
+            self.roles[(phase, role, why)] = [1, batches]
+        else:
+            got[0] += 1
+            got[1] += batches
+
+    def training_batches(self, phase: str | None = None) -> int:
+        return sum(n for (p, role, _), (_, n) in self.roles.items()
+                   if role == "training" and (phase is None or p == phase))
+
+    def role(self) -> str:
+        """"training", "validation", "both" or "unused", over the window when it has any, else overall."""
+        phases = {p for p, _, _ in self.roles}
+        phase = "window" if "window" in phases else None
+        kinds = {role for (p, role, _) in self.roles if phase is None or p == phase}
+        if not kinds:
+            return "unused"
+        return kinds.pop() if len(kinds) == 1 else "both"
+
+    def classification(self) -> list[dict]:
+        return [{"phase": p, "role": role, "why": why, "bursts": b, "batches": n}
+                for (p, role, why), (b, n) in sorted(self.roles.items())]
+
+    def ended(self) -> bool:
+        return False
+
+
+class LoaderInfo(Source):
+    """One DataLoader object: its construction and iteration indices, epochs, replay, window counts."""
+
+    kind = "loader"
+
+    def __init__(self, loader, index: int | None, decisions: list) -> None:
+        super().__init__()
+        self.ref = weakref.ref(loader) if loader is not None else None
+        self.index = index
+        self.iteration = None
+        self.decisions = decisions
+        self.it_ref = None  # the newest iterator
+        self.epoch = -1
+        self.first_pending = False
+        self.plain = True  # no first batch pending, no replay: the training thread's fast path
+        self.iter_start = self.iter_ns = 0
+        self.delivered = 0  # batches returned, any thread
+        self.window = [0, 0, 0]  # batches, samples, bytes delivered inside the window (any thread)
+        self.since_uss = [0, 0]  # batches, samples delivered since the workers' USS was read
+        self.replay = None  # None, PENDING, or the held batches
+        self.replay_i = 0
+        self.replay_facts = None
+        self.threads = set()  # "training" / "other": who iterated it
+
+    def label(self) -> str:
+        return f"DataLoader #{self.index}" if self.index is not None else "a DataLoader built unseen"
+
+    def count(self, samples: int | None, nbytes: int, window: bool) -> None:
+        """One batch delivered (any thread), from the workers' USS read on (and in the window)."""
+        self.since_uss[0] += 1
+        self.since_uss[1] += samples or 0
+        if window:
+            w = self.window
+            w[0] += 1
+            w[1] += samples or 0
+            w[2] += nbytes
+
+    def ended(self) -> bool:
+        """Its newest iterator was freed (a StopIteration is the burst's to see)."""
+        return self.it_ref is not None and self.it_ref() is None
+
+    def refresh(self) -> None:
+        self.plain = not self.first_pending and self.replay is None
+
+
+class QueueInfo(Source):
+    """One `queue.Queue` the training thread took from, or a feeder thread put into."""
+
+    kind = "queue"
+
+    def __init__(self, q, index: int) -> None:
+        super().__init__()
+        self.ref = weakref.ref(q)
+        self.index = index
+        self.kind_name = f"{type(q).__module__}.{type(q).__qualname__}"
+        self.data = False  # a thread that iterates a DataLoader put into it
+        self.loaders: list = []  # the LoaderInfo of each feeder that put into it
+        self.pending = None  # [event, first start, ns, synced ns] of gets before it became a data queue
+        self.gets = 0
+        self.last_feeder = None  # the feeder's loader of the last put seen (a put by it again: nothing new)
+        self.fed_note = f"fed queue #{index}"
+
+    def label(self) -> str:
+        return f"queue #{self.index}"
+
+    def ended(self) -> bool:
+        return self.ref() is None
+
+    def fed_by(self, loader) -> None:
+        self.last_feeder = loader
+        if loader is not None and loader not in self.loaders:
+            self.loaders.append(loader)
