@@ -785,6 +785,24 @@ format_type! {
             #[serde(default, skip_serializing_if = "Option::is_none")]
             detail: Option<String>,
         },
+        /// The user's script raised an exception it did not catch: one
+        /// readable line (its type, its text, the innermost frame in the
+        /// user's own files, the steps done), and the whole traceback as
+        /// Python printed it. Added in format 1.5.
+        Script {
+            /// One line: `ValueError: bad record 13, at train.py:42 in
+            /// __getitem__; after 7 of 20 steps (... exit status 1)`.
+            message: String,
+            /// The exception's class name.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            exception: Option<String>,
+            /// `file:line` of the innermost frame in the user's own files.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            at: Option<String>,
+            /// The whole traceback (its last 20,000 characters).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            traceback: Option<String>,
+        },
         /// A kind this build does not know, kept with its message when it has
         /// one (accepted only from a bundle of a newer minor; its other
         /// fields are not kept). Added in format 1.1.

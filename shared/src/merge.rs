@@ -166,6 +166,17 @@ pub fn prefix_failure(failure: Failure, rank: u32) -> Failure {
             message: p(message),
             detail,
         },
+        Failure::Script {
+            message,
+            exception,
+            at,
+            traceback,
+        } => Failure::Script {
+            message: p(message),
+            exception,
+            at,
+            traceback,
+        },
         Failure::Unknown { kind, message } => Failure::Unknown {
             kind,
             message: Some(p(message.unwrap_or_default())),

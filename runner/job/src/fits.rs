@@ -74,10 +74,15 @@ impl Known {
 /// one (shared memory, a worker killed, the OOM killer, no space left);
 /// any other failure as it is.
 pub(crate) fn by_cause(f: Failure, signal: Option<i32>, exit_code: Option<i32>) -> Failure {
-    match &f {
-        Failure::Error { message } if crash_cause(message, signal) != CrashCause::Other => {
-            crash_failure(message, signal, exit_code)
-        }
-        _ => f,
+    let text = match &f {
+        Failure::Error { message } => message.clone(),
+        Failure::Script {
+            message, traceback, ..
+        } => format!("{message}\n{}", traceback.as_deref().unwrap_or("")),
+        _ => return f,
+    };
+    if crash_cause(&text, signal) == CrashCause::Other {
+        return f;
     }
+    crash_failure(&text, signal, exit_code)
 }

@@ -20,6 +20,7 @@
 //!
 //! The command crate keeps only the arguments and the printing.
 
+mod ending;
 mod fits;
 mod grid;
 mod options;

@@ -69,8 +69,8 @@ impl RankRuns {
             let run = match f.first("done") {
                 Some(done) => Some(records::run(f, done, mode, repeat)),
                 None => {
-                    let why = records::ended(std::slice::from_ref(f), asked, loader)
-                        .unwrap_or_else(|| "the window did not complete".into());
+                    let why = crate::ending::ended(std::slice::from_ref(f), asked, loader)
+                        .map_or_else(|| "the window did not complete".into(), |e| e.text);
                     let failures = c.failures.entry(key.clone()).or_default();
                     failures.entry(rank).or_insert(why);
                     records::partial_run(f, mode, repeat)

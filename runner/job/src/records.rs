@@ -16,7 +16,7 @@ use stallscope_bundle::{
 use stallscope_core::measure::EpochSlot;
 
 /// The version of `docs/job-protocol.md` this reader speaks.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 
 /// One process's records, in the order it wrote them.
 pub struct ProcFile {
@@ -129,7 +129,9 @@ pub fn run(f: &ProcFile, done: &Value, mode: &TimingMode, repeat: u32) -> Run {
     let bytes = done["bytes"]
         .as_u64()
         .unwrap_or_else(|| s.bytes.iter().sum());
-    let seconds = done["window_s"].as_f64().unwrap_or(0.0);
+    // Validation spans inside the window are not training steps.
+    let seconds =
+        done["window_s"].as_f64().unwrap_or(0.0) - done["apart_s"].as_f64().unwrap_or(0.0);
     let steps = s.step_ns.len() as u64;
     // The window follows the warm-up steps: a steady run (the slot of a
     // steady epoch, so its id and phase follow the one loop's rule).
@@ -188,84 +190,72 @@ fn cost(cpu: &Value, samples: u64) -> Option<CpuCost> {
 /// and USS.
 fn memory(f: &ProcFile) -> Option<Memory> {
     let m = f.first("memory")?;
+    let training = training_loader(f);
     let processes: Vec<ProcessMemory> = m["processes"]
         .as_array()
         .into_iter()
         .flatten()
-        .map(process_memory)
+        .map(|p| process_memory(p, training))
         .collect();
-    let workers: u64 = processes
-        .iter()
-        .filter(|p| p.role == "worker")
-        .filter_map(|p| p.rss_bytes)
-        .sum();
+    // Protocol 2 gives the workers' sum of peaks in the window; version 1
+    // had only their RSS at its end.
+    let workers = m["workers_peak_rss_bytes"].as_u64().or_else(|| {
+        let sum: u64 = processes
+            .iter()
+            .filter(|p| p.role == "worker")
+            .filter_map(|p| p.rss_bytes)
+            .sum();
+        (sum > 0).then_some(sum)
+    });
     Some(Memory {
         host_peak_rss_bytes: m["main_peak_rss_bytes"].as_u64(),
-        workers_peak_rss_bytes: (workers > 0).then_some(workers),
+        workers_peak_rss_bytes: workers,
         processes,
         ..Memory::default()
     })
 }
 
-/// One entry of a `memory` record's `processes`.
-fn process_memory(p: &Value) -> ProcessMemory {
+/// The construction index of the DataLoader that fed the training steps
+/// (`done`'s `loaders`, `role` training or both); `None` when unsaid.
+pub fn training_loader(f: &ProcFile) -> Option<u64> {
+    let done = f.first("done").or_else(|| f.first("end"))?;
+    done["loaders"]
+        .as_array()?
+        .iter()
+        .find(|l| matches!(l["role"].as_str(), Some("training" | "both")))
+        .and_then(|l| l["loader"].as_u64())
+}
+
+/// One entry of a `memory` record's `processes`: a worker of another
+/// DataLoader than the training one (a validation loader's) is a child,
+/// so a configuration's workers are its training loader's.
+fn process_memory(p: &Value, training: Option<u64>) -> ProcessMemory {
     let bytes = |k: &str| p[k].as_u64();
+    let other_loader = p["role"] == "worker"
+        && training.is_some_and(|t| p["loader"].as_u64().is_some_and(|l| l != t));
+    let note = match (other_loader, p["why"].as_str()) {
+        (true, why) => Some(format!(
+            "a worker of DataLoader #{} (not the training one){}",
+            p["loader"],
+            why.map_or(String::new(), |w| format!("; {w}"))
+        )),
+        (false, why) => why.map(String::from),
+    };
     ProcessMemory {
-        role: p["role"].as_str().unwrap_or("?").to_string(),
+        role: if other_loader {
+            "child".to_string()
+        } else {
+            p["role"].as_str().unwrap_or("?").to_string()
+        },
+        peak_rss_bytes: bytes("peak_rss_bytes"),
+        uss_at_open_bytes: bytes("uss_open_bytes"),
         worker_id: p["worker_id"].as_u64().and_then(|w| u32::try_from(w).ok()),
         rss_bytes: bytes("rss_bytes"),
         pss_bytes: bytes("pss_bytes"),
         uss_bytes: bytes("uss_bytes"),
         swap_bytes: bytes("swap_bytes"),
-        note: p["why"].as_str().map(String::from),
-        ..ProcessMemory::default()
+        note,
     }
-}
-
-/// Why a process ended without completing its window, in one sentence from
-/// its `end` or `error` record: the steps done of the `asked`, the exception
-/// and the traceback's last line, or that the measured DataLoader (iteration
-/// index `loader`) was never iterated.
-pub fn ended(files: &[ProcFile], asked: u32, loader: u32) -> Option<String> {
-    for f in files {
-        if let Some(e) = f.first("error") {
-            return Some(format!(
-                "the instrumentation failed in {}: {}",
-                e["where"].as_str().unwrap_or("?"),
-                e["message"].as_str().unwrap_or("?")
-            ));
-        }
-    }
-    let f = files.iter().find(|f| f.first("end").is_some())?;
-    let e = f.first("end")?;
-    let reason = e["reason"].as_str().unwrap_or("?");
-    let phase = e["phase_at_end"].as_str().unwrap_or("?");
-    let mut text = if phase == "measured loader never iterated" {
-        format!(
-            "the script ended ({reason}) with the measured DataLoader (iteration index \
-             {loader}) never iterated"
-        )
-    } else {
-        format!(
-            "the script ended ({reason}) after {} of {asked} steps, in its {phase}",
-            e["steps"].as_u64().unwrap_or(0),
-        )
-    };
-    let mut last = String::new();
-    if let Some(ex) = e["exception"].as_str() {
-        last = format!("{ex}: {}", e["message"].as_str().unwrap_or(""));
-        text += &format!(": {last}");
-    }
-    if let Some(tail) = e["traceback_tail"].as_array().and_then(|t| t.last()) {
-        let tail = tail.as_str().unwrap_or("").trim();
-        if tail != last.trim() {
-            text += &format!(" ({tail})");
-        }
-    }
-    if e["pending_step"]["in_next"] == true {
-        text += "; it was waiting in the loader's next()";
-    }
-    Some(text)
 }
 
 /// What a window that did not complete measured before it ended: a run of

@@ -18,7 +18,7 @@ use stallscope_python::{Ending, Process, Spawn, describe_status};
 
 use crate::fits::{self, Known};
 use crate::ranks::RankRuns;
-use crate::{records, what_ran};
+use crate::{ending, records, what_ran};
 
 /// What every unit of a job shares.
 #[derive(Clone)]
@@ -244,37 +244,45 @@ impl JobExperiment {
         mode: &TimingMode,
         repeat: u32,
     ) -> Result<Run, UnitError> {
-        let (steps, loader) = (self.plan.steps, self.plan.loader);
         // A window that did not complete: its failure, with the steps it
         // measured kept as a partial run.
-        let partial = |message: String| match records::measured(files)
+        let partial = |failure: Failure| match records::measured(files)
             .and_then(|f| records::partial_run(f, mode, repeat))
         {
             Some(run) => UnitError::Partial {
                 runs: vec![run],
-                failure: Box::new(Failure::Error { message }),
+                failure: Box::new(failure),
             },
-            None => fail(message),
+            None => fail_with(failure),
         };
+        let (steps, loader) = (self.plan.steps, self.plan.loader);
+        let why = ending::ended(files, steps, loader);
         let Some(status) = status else {
-            let at = records::ended(files, steps, loader).map_or_else(
+            let at = why.map_or_else(
                 || format!(", and the measured DataLoader (iteration index {loader}) was never iterated"),
-                |w| format!(": {w}"),
+                |w| format!(": {}", w.text),
             );
-            return Err(partial(format!(
-                "the command ran past the timeout ({:.0} s) and was stopped{at}",
-                self.plan.timeout.as_secs_f64()
-            )));
+            return Err(partial(Failure::Error {
+                message: format!(
+                    "the command ran past the timeout ({:.0} s) and was stopped{at}",
+                    self.plan.timeout.as_secs_f64()
+                ),
+            }));
         };
         let Some(f) = records::measured(files) else {
-            return Err(fail(never_measured(files, status, &self.plan)));
+            return Err(fail_with(never_measured(files, why, status, &self.plan)));
         };
         let Some(done) = f.first("done") else {
-            let why = match records::ended(files, steps, loader) {
-                Some(why) => format!("{why} ({})", exited(status, &self.plan)),
-                None => exited(status, &self.plan),
+            let failure = match why {
+                Some(w) => w.failure(Some(exited(status, &self.plan))),
+                None => Failure::Error {
+                    message: format!(
+                        "the window did not complete: {}",
+                        exited(status, &self.plan)
+                    ),
+                },
             };
-            return Err(partial(format!("the window did not complete: {why}")));
+            return Err(partial(failure));
         };
         if let Some(a) = done["accelerator"].as_str() {
             *self.accelerator.lock().unwrap_or_else(|e| e.into_inner()) = Some(a.to_string());
@@ -315,7 +323,11 @@ impl JobExperiment {
 }
 
 fn fail(message: String) -> UnitError {
-    UnitError::Recorded(Box::new(Failure::Error { message }))
+    fail_with(Failure::Error { message })
+}
+
+fn fail_with(f: Failure) -> UnitError {
+    UnitError::Recorded(Box::new(f))
 }
 
 fn exited(status: ExitStatus, plan: &JobPlan) -> String {
@@ -328,20 +340,27 @@ fn exited(status: ExitStatus, plan: &JobPlan) -> String {
 
 /// Why no window opened: the script failed first, never iterated a
 /// DataLoader, or is not a Python that loads the instrumentation.
-fn never_measured(files: &[records::ProcFile], status: ExitStatus, plan: &JobPlan) -> String {
-    if let Some(why) = records::ended(files, plan.steps, plan.loader) {
-        return format!("{why} ({})", exited(status, plan));
+fn never_measured(
+    files: &[records::ProcFile],
+    why: Option<ending::Ended>,
+    status: ExitStatus,
+    plan: &JobPlan,
+) -> Failure {
+    if let Some(why) = why {
+        return why.failure(Some(exited(status, plan)));
     }
-    if files.is_empty() {
-        return format!(
+    let message = if files.is_empty() {
+        format!(
             "{}, and no Python process of it built or iterated a DataLoader (is the command a \
              Python training script?)",
             exited(status, plan)
-        );
-    }
-    format!(
-        "{}, and the measured DataLoader (iteration index {}) was never iterated",
-        exited(status, plan),
-        plan.loader
-    )
+        )
+    } else {
+        format!(
+            "{}, and the measured DataLoader (iteration index {}) was never iterated",
+            exited(status, plan),
+            plan.loader
+        )
+    };
+    Failure::Error { message }
 }

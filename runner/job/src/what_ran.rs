@@ -52,10 +52,19 @@ pub(crate) fn record_what_ran(e: &mut Experiment, seen: &[Option<Value>]) -> Vec
             }
         }
         let Some(l) = loader else { continue };
+        // "actual" is what PyTorch runs the loader with (protocol 2's
+        // `in_effect`: no pinning without an accelerator), else as read back.
         for key in grid::RECORDED {
-            if let Some(v) = grid::param(&l[key]) {
+            let v = l["in_effect"]
+                .get(key)
+                .filter(|_| l["in_effect"].is_object())
+                .unwrap_or(&l[key]);
+            if let Some(v) = grid::param(v) {
                 c.params.insert(format!("actual_{key}"), v);
             }
+        }
+        for a in l["adjustments"].as_array().into_iter().flatten() {
+            notes.push(format!("{} ({}): {}", e.id, c.id, adjustment(a)));
         }
         if l["iterable_dataset"] == true {
             c.params
@@ -84,4 +93,27 @@ fn batch_bytes(c: &stallscope_bundle::Configuration) -> Option<u64> {
         let (bytes, steps) = (w.bytes?, w.steps?);
         (steps > 0 && bytes > 0).then(|| bytes / steps)
     })
+}
+
+/// One change to what the script asked, in words: `pin_memory: asked True,
+/// in effect False (PyTorch: no accelerator)`.
+fn adjustment(a: &Value) -> String {
+    let show = |v: &Value| match v {
+        Value::Bool(true) => "True".to_string(),
+        Value::Bool(false) => "False".to_string(),
+        Value::Null => "None".to_string(),
+        other => other.to_string(),
+    };
+    let by = match a["by"].as_str() {
+        Some("pytorch") => "PyTorch",
+        Some("stallscope") => "stallscope",
+        _ => "?",
+    };
+    format!(
+        "{}: asked {}, in effect {} ({by}: {})",
+        a["key"].as_str().unwrap_or("?"),
+        show(&a["asked"]),
+        show(&a["in_effect"]),
+        a["why"].as_str().unwrap_or("")
+    )
 }

@@ -30,12 +30,34 @@ pub fn job_closing(b: &Bundle) -> Vec<String> {
     let Some(e) = b.experiment(JOB_ID) else {
         return Vec::new();
     };
-    if e.settings.contains_key("tune_grid") {
-        return tune_text(b, e);
-    }
-    let mut out: Vec<String> = replay_text::sentence(b).into_iter().collect();
-    out.extend(contention::sentence(b));
+    let mut out = if e.settings.contains_key("tune_grid") {
+        tune_text(b, e)
+    } else {
+        let mut out: Vec<String> = replay_text::sentence(b).into_iter().collect();
+        out.extend(contention::sentence(b));
+        out
+    };
+    out.extend(what_changed(b));
     out
+}
+
+/// What stallscope or PyTorch changed of what the script asked (the
+/// loaders' adjustments, a sweep point that was the script's own), from the
+/// bundle's notes, so the report says it as the bundle does.
+fn what_changed(b: &Bundle) -> Vec<String> {
+    let said: Vec<&str> = b
+        .notes
+        .iter()
+        .map(String::as_str)
+        .filter(|n| n.contains(", in effect ") || n.contains("is what your script"))
+        .collect();
+    if said.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "Changed from what the script asked: {}.",
+        said.join("; ")
+    )]
 }
 
 fn tune_text(b: &Bundle, e: &Experiment) -> Vec<String> {

@@ -401,6 +401,7 @@ pub fn failure_text(f: &Failure) -> String {
         Failure::Panic { message } => format!("panicked: {message}"),
         Failure::Interrupted { message } => format!("interrupted: {message}"),
         Failure::Error { message } => format!("error: {message}"),
+        Failure::Script { message, .. } => format!("your script raised {message}"),
         Failure::CommTimeout {
             operation,
             missing_ranks,

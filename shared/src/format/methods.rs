@@ -84,6 +84,7 @@ impl Failure {
             Failure::CommTimeout { .. } => "comm_timeout",
             Failure::WouldNotFit { .. } => "would_not_fit",
             Failure::Crashed { .. } => "crashed",
+            Failure::Script { .. } => "script",
             Failure::Unknown { kind, .. } => kind,
         }
     }

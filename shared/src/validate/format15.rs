@@ -174,6 +174,9 @@ impl Validator {
                 }
                 self.one_line(message, &format!("{path}.message"));
             }
+            Failure::Script { message, .. } => {
+                self.one_line(message, &format!("{path}.message"));
+            }
             _ => {}
         }
     }

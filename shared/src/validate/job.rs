@@ -172,7 +172,13 @@ impl Validator {
             else {
                 continue;
             };
-            let recorded = m.processes.iter().filter(|p| p.role == "worker").count();
+            // The workers alive at the window's end (a non-persistent
+            // epoch's ended ones have no RSS there).
+            let recorded = m
+                .processes
+                .iter()
+                .filter(|p| p.role == "worker" && p.rss_bytes.is_some())
+                .count();
             if recorded as i64 != *n {
                 self.push(
                     format!("{path}.params.actual_num_workers"),
