@@ -29,7 +29,8 @@ pub(crate) fn grow(
     let mut repeats = args.repeats;
     let why = loop {
         let r = resolution(&s.bundle.experiments[index], JOB_SCRIPT_ID, &[]);
-        if let Some(why) = stop_here(&r, repeats, args, started, s.interrupted) {
+        let crashed = own_crashed(&s.bundle.experiments[index]);
+        if let Some(why) = stop_here(&r, repeats, args, started, s.interrupted, crashed) {
             break why;
         }
         let only = next_round(s, index, &r);
@@ -55,8 +56,15 @@ fn stop_here(
     args: &JobOptions,
     started: Instant,
     interrupted: bool,
+    own_crashed: bool,
 ) -> Option<String> {
     let reason = &r.reason;
+    if own_crashed {
+        return Some(format!(
+            "no noise floor: your settings do not run here, so repeats would tell nothing more \
+             after {repeats}"
+        ));
+    }
     if interrupted {
         return Some(format!(
             "{reason}; stopped after {repeats} repeats (Ctrl-C)"
@@ -95,4 +103,11 @@ fn next_round(s: &Session, index: usize, r: &Resolution) -> Vec<usize> {
         })
         .map(|(i, _)| i)
         .collect()
+}
+
+/// Your settings crashed and have no whole-run figure.
+fn own_crashed(e: &stallscope_bundle::Experiment) -> bool {
+    e.configuration(JOB_SCRIPT_ID).is_some_and(|c| {
+        matches!(c.failure, Some(stallscope_bundle::Failure::Crashed { .. })) && c.runs.is_empty()
+    })
 }

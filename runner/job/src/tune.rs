@@ -39,7 +39,9 @@ pub struct Probe {
 /// measurement: nothing of it goes into the bundle's runs.
 pub fn probe(plan: &JobPlan, cx: &UnitCtx) -> Result<Probe, String> {
     let mut plan = plan.clone();
-    (plan.warmup, plan.steps) = (0, 1);
+    // A few steps: a worker short of shared memory crashes at its first
+    // batches in flight, seldom the very first.
+    (plan.warmup, plan.steps) = (0, 4);
     let dir = plan.work.join("probe");
     let experiment = stallscope_bundle::Experiment::new(
         "probe",
@@ -69,7 +71,10 @@ pub fn probe(plan: &JobPlan, cx: &UnitCtx) -> Result<Probe, String> {
         loader: loader.ok_or("the measured DataLoader's settings were not read back")?,
         accelerator,
         cores,
-        batches_per_step: None,
+        batches_per_step: *job
+            .batches_per_step
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()),
         crashed,
     })
 }
@@ -120,6 +125,10 @@ pub fn grid(p: &Probe, warmup: u32, steps: u32) -> (Vec<Point>, Vec<String>, Str
     let persistent = epoch_ends_in_window(p, warmup, steps) != Some(false);
     let mut points = Vec::new();
     for w in worker_counts(script_workers, p.cores) {
+        // Your own count above the CPUs is your settings' point alone.
+        if w > p.cores {
+            continue;
+        }
         let mut o = Map::new();
         o.insert("num_workers".into(), json!(w));
         if w > 0 && persistent {

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use stallscope_bundle::analysis::{JOB_SCRIPT_AGAIN_ID, JOB_SCRIPT_ID};
 use stallscope_bundle::{Experiment, Failure, Run, TimingMode};
 use stallscope_core::driver::{Driven, UnitCtx, UnitError};
 use stallscope_python::{Ending, Process, Spawn, describe_status};
@@ -58,6 +59,11 @@ pub struct JobExperiment {
     pub replayed: Mutex<Option<Value>>,
     /// The accelerator a unit trained on (`done`'s), if any.
     pub accelerator: Mutex<Option<String>>,
+    /// Batches of the training loader per step in a finished window.
+    pub batches_per_step: Mutex<Option<u64>>,
+    /// Your settings' crash, once they crashed: their A/A copy is not run
+    /// again to crash the same way.
+    pub own_crash: Mutex<Option<Failure>>,
 }
 
 impl Driven for JobExperiment {
@@ -83,6 +89,15 @@ impl Driven for JobExperiment {
         let yours = self.overrides[index]
             .as_object()
             .is_none_or(|o| o.is_empty());
+        if cid == JOB_SCRIPT_AGAIN_ID
+            && let Some(f) = self
+                .own_crash
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+        {
+            return Err(UnitError::Recorded(Box::new(f)));
+        }
         if let Some(f) = (!yours)
             .then(|| self.plan.known.would_not_fit(&self.overrides[index]))
             .flatten()
@@ -110,7 +125,10 @@ impl Driven for JobExperiment {
                     runs.extend(part);
                     return Err(UnitError::Partial { runs, failure });
                 }
-                Err(e) if runs.is_empty() => return Err(e),
+                Err(e) if runs.is_empty() => {
+                    self.note_own_crash(&cid, &e);
+                    return Err(e);
+                }
                 Err(e) => {
                     // What the first mode measured is kept with the failure.
                     let failure = Box::new(match e {
@@ -129,6 +147,20 @@ impl Driven for JobExperiment {
 }
 
 impl JobExperiment {
+    /// Keep your settings' crash, so their A/A copy is not run to crash
+    /// the same way.
+    fn note_own_crash(&self, cid: &str, e: &UnitError) {
+        if cid != JOB_SCRIPT_ID {
+            return;
+        }
+        if let UnitError::Recorded(f) = e
+            && let Failure::Crashed { .. } = **f
+        {
+            let mut own = self.own_crash.lock().unwrap_or_else(|x| x.into_inner());
+            own.get_or_insert_with(|| (**f).clone());
+        }
+    }
+
     /// `experiment`'s configurations with their overrides, both timing
     /// modes, no replay.
     pub fn new(plan: JobPlan, experiment: Experiment, overrides: Vec<Value>) -> Self {
@@ -142,6 +174,8 @@ impl JobExperiment {
             seen: Mutex::new(vec![None; n]),
             replayed: Mutex::new(None),
             accelerator: Mutex::new(None),
+            batches_per_step: Mutex::new(None),
+            own_crash: Mutex::new(None),
         }
     }
 
@@ -289,6 +323,14 @@ impl JobExperiment {
         }
         if let Some(r) = f.first("replay") {
             *self.replayed.lock().unwrap_or_else(|e| e.into_inner()) = Some(r.clone());
+        }
+        if let (Some(b), Some(n)) = (done["batches"].as_u64(), done["steps"].as_u64())
+            && n > 0
+        {
+            *self
+                .batches_per_step
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(b.div_ceil(n));
         }
         let run = records::run(f, done, mode, repeat);
         if let Some(w) = &run.whole_run

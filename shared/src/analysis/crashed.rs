@@ -5,11 +5,14 @@
 //! be verified against yours, which do not run here, and says so.
 
 use crate::analysis::change::change_of;
+use crate::analysis::forecast::forecast;
 use crate::analysis::noise::JOB_SCRIPT_AGAIN_ID;
 use crate::analysis::tune::tune_candidate;
-use crate::analysis::units::{group_thousands, show_bytes};
+use crate::analysis::units::group_thousands;
 use crate::analysis::your_job::JOB_SCRIPT_ID;
-use crate::format::{Bundle, Configuration, CrashCause, Experiment, Failure, ParamValue};
+use crate::format::{
+    Bundle, Configuration, CrashCause, Experiment, Failure, ForecastInputs, ParamValue,
+};
 
 /// The fastest configuration other than yours that ran (median whole-run
 /// samples/s), when yours crashed.
@@ -52,27 +55,28 @@ pub(crate) fn text(b: &Bundle, e: &Experiment) -> Option<Vec<String>> {
     Some(out)
 }
 
-/// Your settings' batches in flight through `/dev/shm` against its size.
+/// Your settings' batches in flight through `/dev/shm` against its size,
+/// as the forecast reckons them (the same figure a configuration that would
+/// not fit is refused with).
 fn in_flight(b: &Bundle, e: &Experiment, own: &Configuration) -> Option<String> {
-    let int = |c: &Configuration, k: &str| match c.params.get(k) {
+    let int = |k: &str| match own.params.get(k) {
         Some(ParamValue::Int(n)) => u64::try_from(*n).ok(),
         _ => None,
     };
-    let workers = int(own, "actual_num_workers").filter(|w| *w > 0)?;
-    let prefetch = int(own, "actual_prefetch_factor").unwrap_or(2);
+    let workers = u32::try_from(int("actual_num_workers").filter(|w| *w > 0)?).ok()?;
     let batch = own
         .batch_bytes
         .or_else(|| e.configurations.iter().find_map(|c| c.batch_bytes))?;
-    let need = workers * prefetch * batch;
-    let shm = b.environment.limits.as_ref()?;
-    let size = shm.shm_total_bytes.map_or(String::new(), |t| {
-        format!(" against the {} of /dev/shm", show_bytes(t as f64))
-    });
+    let inputs = ForecastInputs {
+        workers,
+        prefetch_factor: int("actual_prefetch_factor").and_then(|p| u32::try_from(p).ok()),
+        batch_bytes: Some(batch),
+        ..ForecastInputs::default()
+    };
+    let f = forecast(&inputs, b.environment.limits.as_ref()).shm_in_flight?;
     Some(format!(
-        "They hold {workers} workers × {prefetch} batches ahead × {} a batch = {} of batches in \
-         flight through /dev/shm{size}: give the container more shared memory (docker run \
+        "Your settings hold {}: give the container more shared memory (docker run \
          --shm-size=...), or take the recommendation below.",
-        show_bytes(batch as f64),
-        show_bytes(need as f64)
+        f.basis
     ))
 }
