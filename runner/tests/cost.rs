@@ -14,14 +14,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use stallscope_bundle::{CpuCost, CpuPartKind, Run, TimingMode};
-use stallscope_core::cost::{GpuTarget, Sampler, SamplerSpec};
-use stallscope_core::measure::{EpochSlot, LoopError};
+use stallscope_core::{
+    EpochSlot, LoopError,
+    cost::{GpuTarget, Sampler, SamplerSpec},
+};
 use stallscope_loader::{LoaderConfig, SourceSpec, WorkerKind};
-use stallscope_torch::device::DeviceCtx;
-use stallscope_torch::experiments::native_feed::{NativeFeed, Pinning};
-use stallscope_torch::feed::Feed;
-use stallscope_torch::models::Trainer;
-use stallscope_torch::steps::{CopyMode, TorchSteps};
+use stallscope_torch::{CopyMode, DeviceCtx, Feed, NativeFeed, Pinning, TorchSteps, Trainer};
 use util::*;
 
 /// Measured CPU may be this much below the work (clock-tick rounding of
@@ -55,7 +53,7 @@ fn per_sample_cpu_s(rounds: u64) -> f64 {
     let source = stallscope_loader::open_source(&spec(rounds)).unwrap();
     let mut out = vec![0.0f32; 16];
     let mut times = Default::default();
-    let mut rng = stallscope_loader::rng::Rng::new(0);
+    let mut rng = stallscope_loader::Rng::new(0);
     let n = 48;
     let t0 = stallscope_loader::thread_usage();
     for i in 0..n {
@@ -96,7 +94,7 @@ fn loader_only_epoch(
         ctx: &ctx,
         copy: CopyMode::default(),
     };
-    stallscope_core::measure::run_epoch(&mut steps, &slot, stop)
+    stallscope_core::run_epoch(&mut steps, &slot, stop)
 }
 
 /// One training epoch through the one loop.
@@ -114,7 +112,7 @@ fn run_epoch(
         ctx,
         copy,
     };
-    stallscope_core::measure::run_epoch(&mut steps, &slot, stop)
+    stallscope_core::run_epoch(&mut steps, &slot, stop)
 }
 
 fn slot(mode: TimingMode, epoch: u32) -> EpochSlot {
@@ -291,7 +289,7 @@ fn persistent_workers_are_counted_per_epoch_not_cumulatively() {
 #[test]
 fn a_training_epoch_on_the_cpu_records_cost_and_why_there_is_no_gpu_timeline() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    use stallscope_torch::models::ModelSpec;
+    use stallscope_core::ModelSpec;
     let stop = AtomicBool::new(false);
     let rounds = rounds_for_3ms() / 2;
     let ctx = DeviceCtx::cpu();
@@ -337,7 +335,7 @@ fn without_nvml_the_timeline_says_why_and_loses_nothing() {
     let n = tl.t_ms.len();
     assert!(n >= 1 && tl.host_cpu_cores.len() == n && tl.host_rss_bytes.len() == n);
     assert_eq!(tl.steps.last(), Some(&3));
-    match stallscope_core::cost::nvml::nvml() {
+    match stallscope_core::cost::nvml() {
         Err(why) => {
             assert_eq!(tl.gpu_not_available.as_deref(), Some(why.as_str()));
             assert!(why.contains("libnvidia-ml.so.1"), "{why}");

@@ -8,14 +8,12 @@
 use std::sync::atomic::AtomicBool;
 
 use stallscope_bundle::{Run, TimingMode};
-use stallscope_core::measure::{EpochSlot, run_epoch};
-use stallscope_torch::feed::{
-    EpochIter, Feed, FeedError, HostBatch, InLoopConfig, InLoopLoader, Order, TensorDataset,
+use stallscope_core::{EpochSlot, ModelSpec, run_epoch};
+use stallscope_torch::{
+    CopyMode, EpochIter, Feed, FeedError, HostBatch, InLoopConfig, InLoopLoader, Order,
+    TensorDataset, Trainer, train_epoch,
 };
-use stallscope_torch::models::{ModelSpec, Trainer};
-use stallscope_torch::steps::{CopyMode, run_epoch as train_epoch};
-use stallscope_wgpu::steps::{Batches, HostBatch as WgpuBatch, WgpuSteps};
-use stallscope_wgpu::{LinearTrainer, WgpuCtx};
+use stallscope_wgpu::{Batches, HostBatch as WgpuBatch, LinearTrainer, WgpuCtx, WgpuSteps};
 
 const BALLAST: usize = 384 << 20;
 
@@ -98,10 +96,10 @@ fn libtorch() {
         features: 64,
         classes: 4,
     };
-    let ctx = stallscope_torch::device::DeviceCtx::cpu();
+    let ctx = stallscope_torch::DeviceCtx::cpu();
     let mut trainer = Trainer::new(spec, spec.default_optimizer(), ctx.device, 0).unwrap();
     let inner = InLoopLoader::new(
-        stallscope_torch::data::tensor_data(512, 64, 4, 1),
+        stallscope_torch::tensor_data(512, 64, 4, 1),
         InLoopConfig {
             batch_size: 64,
             order: Order::Shuffled { seed: 42 },

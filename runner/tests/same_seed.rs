@@ -5,11 +5,8 @@
 //! the seeds/000 generator must give libtorch, the loader and wgpu the same
 //! floats.
 
-use stallscope_loader::{Loader, Sampler};
-use stallscope_loader::{LoaderConfig, SourceSpec, WorkerKind};
-use stallscope_torch::data::tensor_data;
-use stallscope_torch::experiments::native_feed::{NativeFeed, Pinning};
-use stallscope_torch::feed::{Feed, InLoopConfig, InLoopLoader, Order};
+use stallscope_loader::{Loader, LoaderConfig, Sampler, SourceSpec, WorkerKind};
+use stallscope_torch::{Feed, InLoopConfig, InLoopLoader, NativeFeed, Order, Pinning, tensor_data};
 
 const SAMPLES: usize = 200;
 const FEATURES: usize = 6;
@@ -106,7 +103,7 @@ fn every_engine_and_worker_kind_sees_the_same_batches() {
     // and sampler.
     let (x, y) =
         stallscope_wgpu::generate_data(SAMPLES as u32, FEATURES as u32, CLASSES as u32, SEED);
-    let order = stallscope_torch::feed::epoch_indices(
+    let order = stallscope_torch::epoch_indices(
         Order::Shuffled { seed: SHUFFLE },
         SAMPLES,
         BATCH,

@@ -139,7 +139,7 @@ impl Driven for NotApplicable {
 }
 
 /// The configuration order of a repeat: ascending, descending, ascending, …
-pub fn order(configs: usize, repeat: u32) -> Vec<usize> {
+pub fn repeat_order(configs: usize, repeat: u32) -> Vec<usize> {
     let mut v: Vec<usize> = (0..configs).collect();
     if repeat % 2 == 1 {
         v.reverse();
@@ -164,7 +164,7 @@ pub fn drive(
     let mut failures = 0;
     let configs = bundle.experiments[exp_index].configurations.len();
     for repeat in 0..repeats {
-        for ci in order(configs, repeat) {
+        for ci in repeat_order(configs, repeat) {
             let config = &bundle.experiments[exp_index].configurations[ci];
             // Every slot, run or skipped, so the ranks' positions agree while
             // they are in step (a rank that skips alone is found out).

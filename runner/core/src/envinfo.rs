@@ -46,7 +46,7 @@ pub fn load_average() -> Option<f64> {
         .ok()
 }
 
-pub fn host() -> HostInfo {
+pub fn host_info() -> HostInfo {
     HostInfo {
         cpu_model: cpu_model(),
         logical_cores: std::thread::available_parallelism()
@@ -58,7 +58,7 @@ pub fn host() -> HostInfo {
     }
 }
 
-pub fn runner() -> RunnerInfo {
+pub fn runner_info() -> RunnerInfo {
     RunnerInfo {
         name: "stallscope".into(),
         version: env!("CARGO_PKG_VERSION").into(),

@@ -13,7 +13,7 @@ use stallscope_bundle::{
     CpuCost, CpuPart, CpuPartKind, LoaderStats, Memory, ProcessMemory, Run, StepSeries, TimingMode,
     WholeRun,
 };
-use stallscope_core::measure::EpochSlot;
+use stallscope_core::EpochSlot;
 
 /// One process's records, in the order it wrote them.
 pub struct ProcFile {

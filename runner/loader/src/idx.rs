@@ -2,6 +2,8 @@
 //! byte and what was expected; the deterministic stand-in of the same shape
 //! (written as IDX files, so every engine reads the same files); and the
 //! `fashionmnist` source of the loader (1×28×28 float32 in [0, 1]).
+//!
+//! A public namespace of the loader (`stallscope_loader::idx`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -4,8 +4,7 @@
 use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
 
-use stallscope_core::driver::Progress;
-use stallscope_core::suite::EngineName;
+use stallscope_core::{Progress, suite::EngineName};
 
 use crate::protocol::{Hello, Request};
 

@@ -5,7 +5,7 @@
 use tch::nn::{self, Module, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
 
-pub use stallscope_core::model_spec::{ModelSpec, OptimizerSpec};
+pub use stallscope_core::{ModelSpec, OptimizerSpec};
 
 /// A model on a device with its optimizer: what one configuration trains.
 pub struct Trainer {

@@ -7,15 +7,16 @@
 //! A wgpu queue submission returns before the device has finished, exactly
 //! like a CUDA launch, so the methodology's rules apply unchanged.
 
-mod engine;
+mod backend;
 mod linear;
 mod loader;
-pub mod steps;
+mod steps;
 mod trainer;
 mod transfer;
 
-pub use engine::WgpuEngine;
+pub use backend::WgpuBackend;
 pub use linear::{LinearPlan, WgpuLinear, generate_data};
+pub use steps::{Batches, HostBatch, WgpuSteps};
 pub use trainer::LinearTrainer;
 pub use transfer::{TransferPlan, WgpuTransfer};
 

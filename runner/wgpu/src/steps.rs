@@ -1,4 +1,4 @@
-//! The wgpu engine's step in the parts the one loop (`stallscope_core::measure`)
+//! The wgpu engine's step in the parts the one loop (`stallscope_core::run_epoch`)
 //! times: the next batch (from the native loader, from batches collated in
 //! host memory, gathered in the loop, or none when one batch stays resident
 //! on the device), its `Queue::write_buffer` copy, the WGSL step's submit,
@@ -8,8 +8,7 @@ use stallscope_bundle::{LoaderStats, TimingMode, WorkerTracks};
 use stallscope_loader::{Batch, Loader, LoaderEpoch, LoaderError, WorkerRegistry};
 
 use super::trainer::LinearTrainer;
-use stallscope_core::cost::GpuTarget;
-use stallscope_core::measure::{EpochSteps, LoopError, Steps, Taken};
+use stallscope_core::{EpochSteps, LoopError, Steps, Taken, cost::GpuTarget};
 
 /// A loader error as the bundle records it: a worker's failure names the
 /// worker and the sample.

@@ -161,7 +161,7 @@ mod tests {
     /// the tree used in between, whatever ended in between.
     #[test]
     fn the_tree_total_survives_children_ending() {
-        let mut rng = stallscope_loader::rng::Rng::new(5);
+        let mut rng = stallscope_loader::Rng::new(5);
         for case in 0..300 {
             let t0 = Instant::now();
             let mut root_own = 1.0;
@@ -242,7 +242,7 @@ mod tests {
     /// reaped figure.
     #[test]
     fn an_unreadable_worker_does_not_void_the_others_memory() {
-        let mut rng = stallscope_loader::rng::Rng::new(9);
+        let mut rng = stallscope_loader::Rng::new(9);
         for case in 0..500 {
             let n = rng.below(6) as u32;
             let mut want = 0u64;

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
 
 use stallscope_bundle::{Phase, TimingMode};
-use stallscope_loader::rng::Rng;
+use stallscope_loader::Rng;
 
 use super::*;
 

@@ -28,7 +28,9 @@ use std::time::{Duration, Instant};
 
 use stallscope_bundle::Failure;
 
-pub use super::store::{KvStore, MemStore, StoreError, StoreOpener, Waited};
+#[cfg(test)]
+use super::store::MemStore;
+pub use super::store::{KvStore, StoreError, StoreOpener, Waited};
 
 /// How long one wait lasts before the ranks look for a stop. A wait that
 /// ends this way is cancelled in step by c10d (`CANCEL_WAIT`).
