@@ -2,7 +2,7 @@
 //! extraction keyed by timing mode and phase (so the two modes are never
 //! mixed), comparison tables, sweet spots, stall attribution, verdicts and
 //! the OOM plausibility check, the per-rank analysis of a merged multi-rank
-//! bundle, its job figures and scaling efficiency, the CPU cost of a
+//! bundle, its pooled figures and scaling efficiency, the CPU cost of a
 //! configuration, a `stallscope job` bundle digested (its recommendation,
 //! replay ceiling and memory per worker), the noise floor of an A/A pair and
 //! the verdicts it allows, forecasts of what fits, and the causes of
@@ -12,10 +12,10 @@ mod compare;
 mod cost;
 mod crash;
 mod forecast;
-mod job;
 mod key;
 mod metric;
 mod noise;
+mod pooled;
 mod rank_columns;
 mod ranks;
 mod scaling;
@@ -31,10 +31,10 @@ pub use compare::*;
 pub use cost::*;
 pub use crash::*;
 pub use forecast::*;
-pub use job::*;
 pub use key::*;
 pub use metric::*;
 pub use noise::*;
+pub use pooled::*;
 pub use rank_columns::*;
 pub use ranks::*;
 pub use scaling::*;
