@@ -557,7 +557,7 @@ fn peer_timeline(config: &str, r: &Run, cost: &CpuCost) {
     );
 }
 
-/// `--device wgpu` (software Vulkan here): the wgpu engine's epochs carry
+/// `--device wgpu` (software Vulkan here): the wgpu back end's epochs carry
 /// their cost and, whole-run, a timeline that says why there is no GPU
 /// series; its process workers' memory is counted.
 #[test]

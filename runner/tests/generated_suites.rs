@@ -4,7 +4,7 @@
 //! processes), one sample, batches larger than the data, drop_last, several
 //! epochs and repeats — run in this process through the same `run_plan` the
 //! command uses (real libtorch on the CPU, real worker threads and
-//! processes; every fifth suite also on the wgpu engine, lavapipe without a
+//! processes; every fifth suite also on the wgpu back end, lavapipe without a
 //! GPU), and the bundle is read back from disk and validated.
 //!
 //! `STALLSCOPE_SUITES=N` sets how many suites (default 400, of which at

@@ -1,4 +1,4 @@
-//! The same meaning of an epoch's host peak on every engine: each epoch's
+//! The same meaning of an epoch's host peak on every back end: each epoch's
 //! `host_peak_rss_bytes` is its own, not the process's peak so far, because
 //! the one loop resets it before every epoch. An epoch that holds a large
 //! buffer is followed by one that does not; the second's figure is the small
@@ -81,11 +81,11 @@ fn trim() {
     unsafe { libc::malloc_trim(0) };
 }
 
-fn assert_own(engine: &str, peaks: &[u64]) {
-    eprintln!("{engine}: epoch peaks {peaks:?}");
+fn assert_own(backend: &str, peaks: &[u64]) {
+    eprintln!("{backend}: epoch peaks {peaks:?}");
     assert!(
         peaks[1] + (256 << 20) < peaks[0],
-        "{engine}: epoch 1's peak {} should be far below epoch 0's {}",
+        "{backend}: epoch 1's peak {} should be far below epoch 0's {}",
         peaks[1],
         peaks[0]
     );
@@ -147,7 +147,7 @@ fn wgpu() {
 }
 
 #[test]
-fn an_epochs_host_peak_is_its_own_on_every_engine() {
+fn an_epochs_host_peak_is_its_own_on_every_back_end() {
     assert!(
         std::fs::write("/proc/self/clear_refs", "5").is_ok(),
         "this kernel refuses /proc/self/clear_refs"

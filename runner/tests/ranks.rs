@@ -510,7 +510,7 @@ fn a_harness_failing_on_one_rank_is_found_within_seconds() {
     merge(&out);
 }
 
-/// The wgpu engine (lavapipe here) meets the other ranks every step too.
+/// The wgpu back end (lavapipe here) meets the other ranks every step too.
 #[test]
 fn wgpu_ranks_meet_at_the_barrier() {
     let _serial = serial();

@@ -1,7 +1,7 @@
-//! One seed, one sample order, the same bytes: on every engine and every
+//! One seed, one sample order, the same bytes: on every back end and every
 //! worker kind. The libtorch in-loop loader, the native loader feeding
 //! libtorch (in the loop, threads, processes) and the native loader as the
-//! wgpu engine takes it (host batches) must deliver identical batches, and
+//! wgpu back end takes it (host batches) must deliver identical batches, and
 //! the seeds/000 generator must give libtorch, the loader and wgpu the same
 //! floats.
 
@@ -55,7 +55,7 @@ fn spec() -> SourceSpec {
 }
 
 #[test]
-fn every_engine_and_worker_kind_sees_the_same_batches() {
+fn every_back_end_and_worker_kind_sees_the_same_batches() {
     // libtorch's in-loop loader over the libtorch dataset.
     let mut in_loop = InLoopLoader::new(
         tensor_data(SAMPLES, FEATURES, CLASSES as u64, SEED),
@@ -81,7 +81,7 @@ fn every_engine_and_worker_kind_sees_the_same_batches() {
         assert_eq!(from_feed(&mut feed), reference, "{workers} {kind:?}");
     }
 
-    // The native loader as the wgpu engine takes it: plain host batches.
+    // The native loader as the wgpu back end takes it: plain host batches.
     for (workers, kind) in [(0, WorkerKind::Threads), (2, WorkerKind::Processes)] {
         let mut loader = Loader::new(config(workers, kind), spec()).unwrap();
         let got: Epochs = (0..2)

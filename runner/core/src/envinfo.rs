@@ -1,7 +1,7 @@
-//! What the runner records about the host and itself, whatever the engine:
-//! the host (from /proc) and the runner's version and commit. Each engine
-//! adds its device, library and precision (`stallscope-torch`'s
-//! `environment`, `stallscope-wgpu`'s engine).
+//! What the runner records about the host and itself, whatever the back
+//! end: the host (from /proc) and the runner's version and commit. Each back
+//! end adds its device, library and precision (`stallscope-torch`'s
+//! `environment`, `stallscope-wgpu`'s `WgpuBackend`).
 
 use stallscope_bundle::{HostInfo, RunnerInfo};
 

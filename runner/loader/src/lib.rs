@@ -1,14 +1,14 @@
 //! The native data loader: a sampler, batches built by workers (none, threads
 //! or processes), prefetch, persistent workers, in-order delivery, and
 //! SPDL-style self-measurement. It works on typed host buffers ([`Batch`])
-//! and knows no device: no libtorch, tch or wgpu. The engines turn batches
-//! into tensors or buffers at their edge.
+//! and knows no device: no libtorch, tch or wgpu. The back ends turn
+//! batches into tensors or buffers at their edge.
 //!
 //! Its face is the root: what other crates use is re-exported here and
 //! every module is private, except two namespaces whose names mean
 //! something only under them:
 //! - `idx`: FashionMNIST's IDX files (`idx::read_pair`, `idx::IMAGES_FILE`),
-//!   which the libtorch engine reads as tensors and the peers by name;
+//!   which the libtorch back end reads as tensors and the peers by name;
 //! - `pipeline`: the image pipeline's stages and the independent
 //!   `pipeline::reference` it is compared with, stage by stage, in
 //!   `tests/pipeline.rs`.

@@ -1,4 +1,4 @@
-//! One unit of a peer configuration, as the torch engine's loader sweep
+//! One unit of a peer configuration, as the libtorch back end's loader sweep
 //! hands it over: the engine, the request, and what the runner expects back.
 
 use std::sync::OnceLock;

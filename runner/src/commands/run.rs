@@ -1,4 +1,4 @@
-//! `stallscope run`: load a suite, pick the engine (libtorch on `auto`,
+//! `stallscope run`: load a suite, pick the back end (libtorch on `auto`,
 //! `cpu` or `cuda[:N]`, or wgpu), run it with a progress bar through
 //! [`run_plan`], and print the report.
 

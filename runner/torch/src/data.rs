@@ -75,7 +75,7 @@ impl Dataset for FashionMnist {
 }
 
 /// seeds/000's data as a libtorch dataset: the loader crate's one generator
-/// ([`stallscope_loader::tensor_data`]), so every engine and worker
+/// ([`stallscope_loader::tensor_data`]), so every back end, engine and worker
 /// kind sees the same bytes for the same seed.
 pub fn tensor_data(samples: usize, features: usize, classes: u64, seed: u64) -> TensorDataset {
     let (inputs, labels) =

@@ -1,4 +1,4 @@
-//! What the libtorch engine records about its environment: the host and
+//! What the libtorch back end records about its environment: the host and
 //! runner (from the core's `envinfo`), the device, libtorch and its thread
 //! counts, and the precision settings every run uses, set explicitly.
 

@@ -1,8 +1,9 @@
-//! The libtorch engine's step, in the parts the one loop (`stallscope_core::run_epoch`)
-//! times: the next batch from a [`Feed`], its copy to the device, the model's
-//! train step, and a device synchronisation. With `prefetch_to_device` the
-//! copy runs on a side stream (`crate::prefetch`). The loop itself (clocks,
-//! modes, memory, ranks, cost) is not here.
+//! The libtorch back end's step, in the parts the one loop
+//! (`stallscope_core::run_epoch`) times: the next batch from a [`Feed`], its
+//! copy to the device, the model's train step, and a device synchronisation.
+//! With `prefetch_to_device` the copy runs on a side stream
+//! (`crate::prefetch`). The loop itself (clocks, modes, memory, ranks, cost)
+//! is not here.
 
 use stallscope_bundle::{LoaderStats, Memory, TimingMode, WorkerTracks};
 use stallscope_loader::WorkerRegistry;
@@ -44,7 +45,7 @@ pub fn train_epoch(
     stallscope_core::run_epoch(&mut steps, &slot, stop)
 }
 
-/// The libtorch engine's side of the loop: a model trained on a feed's
+/// The libtorch back end's side of the loop: a model trained on a feed's
 /// batches, or (`trainer` absent: `model = "none"`) the feed alone.
 pub struct TorchSteps<'a> {
     pub trainer: Option<&'a mut Trainer>,

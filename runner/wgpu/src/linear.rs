@@ -1,7 +1,7 @@
 //! The seeds/000 linear classifier (Linear features→classes, softmax
-//! cross-entropy, SGD 0.01) trained on a wgpu device as two WGSL passes,
-//! one epoch per bundle run, through the one loop (`stallscope_core::run_epoch`): the
-//! host-side gather of each batch is its next-wait, `Queue::write_buffer`
+//! cross-entropy, SGD 0.01) trained on a wgpu device as two WGSL passes, one
+//! epoch per bundle run, through the one loop (`stallscope_core::run_epoch`):
+//! the host-side gather of each batch is its next-wait, `Queue::write_buffer`
 //! its copy, the two compute passes its compute.
 
 use stallscope_bundle::{Configuration, Experiment, ExperimentKind, ParamValue, Run, TimingMode};
@@ -32,7 +32,7 @@ pub struct LinearPlan {
 }
 
 /// The seeds/000 data: `samples × features` float32 from N(0, 1) and labels
-/// in `0..classes`, the same bytes the libtorch engine and the native loader
+/// in `0..classes`, the same bytes the libtorch back end and the native loader
 /// draw for the same seed (one generator, in the loader crate).
 pub fn generate_data(samples: u32, features: u32, classes: u32, seed: u64) -> (Vec<f32>, Vec<u32>) {
     let (x, y) =

@@ -53,7 +53,7 @@ pub(crate) fn unsupported(lp: &LoaderPlan) -> Option<String> {
         {
             None
         }
-        _ => Some("the wgpu engine trains the seeds/000 linear classifier on tensor or synthetic sources; image sources need the image CNN on libtorch (run it with --device cpu or cuda)".into()),
+        _ => Some("the wgpu back end trains the seeds/000 linear classifier on tensor or synthetic sources; image sources need the image CNN on libtorch (run it with --device cpu or cuda)".into()),
     }
 }
 

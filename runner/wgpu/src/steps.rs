@@ -1,8 +1,9 @@
-//! The wgpu engine's step in the parts the one loop (`stallscope_core::run_epoch`)
-//! times: the next batch (from the native loader, from batches collated in
-//! host memory, gathered in the loop, or none when one batch stays resident
-//! on the device), its `Queue::write_buffer` copy, the WGSL step's submit,
-//! and a wait on the queue. The loop itself is not here.
+//! The wgpu back end's step in the parts the one loop
+//! (`stallscope_core::run_epoch`) times: the next batch (from the native
+//! loader, from batches collated in host memory, gathered in the loop, or
+//! none when one batch stays resident on the device), its
+//! `Queue::write_buffer` copy, the WGSL step's submit, and a wait on the
+//! queue. The loop itself is not here.
 
 use stallscope_bundle::{LoaderStats, TimingMode, WorkerTracks};
 use stallscope_loader::{Batch, Loader, LoaderEpoch, LoaderError, WorkerRegistry};
@@ -48,7 +49,7 @@ pub enum Batches<'b> {
     },
 }
 
-/// The wgpu engine's side of the loop: the linear classifier's WGSL step
+/// The wgpu back end's side of the loop: the linear classifier's WGSL step
 /// on `batches`.
 pub struct WgpuSteps<'b, 'a> {
     pub trainer: &'b LinearTrainer<'a>,
@@ -123,7 +124,7 @@ impl Steps for WgpuSteps<'_, '_> {
     }
 
     fn gpu(&self) -> GpuTarget {
-        GpuTarget::None("the wgpu engine does not map its adapter to an NVML device".into())
+        GpuTarget::None("the wgpu back end does not map its adapter to an NVML device".into())
     }
 }
 

@@ -1,7 +1,7 @@
 //! Host-to-device copies on wgpu (`Queue::write_buffer` into a device
-//! buffer), reported as bytes per second per size, each copy one step of
-//! the one loop (`stallscope_core::run_epoch`): whole-run queues every copy and waits
-//! once; diagnostic waits after each.
+//! buffer), reported as bytes per second per size, each copy one step of the
+//! one loop (`stallscope_core::run_epoch`): whole-run queues every copy and
+//! waits once; diagnostic waits after each.
 
 use stallscope_bundle::{Configuration, Experiment, ExperimentKind, ParamValue, Run, TimingMode};
 
@@ -60,7 +60,7 @@ impl Steps for WriteSteps<'_> {
     }
 
     fn gpu(&self) -> GpuTarget {
-        GpuTarget::None("the wgpu engine does not map its adapter to an NVML device".into())
+        GpuTarget::None("the wgpu back end does not map its adapter to an NVML device".into())
     }
 }
 

@@ -1,5 +1,5 @@
 //! The key-value store the ranks meet through, as a small trait: libtorch's
-//! c10d `TCPStore` implements it in the libtorch engine (`shim::store`), and
+//! c10d `TCPStore` implements it in the libtorch back end (`shim::store`), and
 //! [`MemStore`] here, in memory and counting every key it touches, lets the
 //! barrier's logic be tested without a device library (the ranks as
 //! threads over one store).

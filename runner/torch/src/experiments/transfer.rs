@@ -1,9 +1,9 @@
 //! `transfer`: host-to-device copies by size, pageable vs pinned, blocking vs
-//! non-blocking, each copy one step of the one loop (`stallscope_core::run_epoch`).
-//! Whole-run: `copies` copies between two synchronizations (bytes / seconds
-//! is the bandwidth). Diagnostic: each copy synchronized.
-//! On the CPU there is no device to copy to: the experiment then measures a
-//! host memory copy of the same size and says so.
+//! non-blocking, each copy one step of the one loop
+//! (`stallscope_core::run_epoch`). Whole-run: `copies` copies between two
+//! synchronizations (bytes / seconds is the bandwidth). Diagnostic: each copy
+//! synchronized. On the CPU there is no device to copy to: the experiment
+//! then measures a host memory copy of the same size and says so.
 
 use stallscope_bundle::{
     Configuration, Experiment, ExperimentKind, Memory, ParamValue, Run, TimingMode,

@@ -27,7 +27,7 @@ fn mem_ranks(world: u32, t: Duration, prefix: &str) -> Vec<Barrier> {
         .collect()
 }
 
-/// The stores the barrier's tests run over here (the libtorch engine runs
+/// The stores the barrier's tests run over here (the libtorch back end runs
 /// the same barrier over c10d's TCPStore in its own tests and end to end).
 const STORES: [(&str, Ranks); 1] = [("memory", mem_ranks)];
 
