@@ -7,7 +7,7 @@
 mod generated;
 
 use generated::*;
-use stallscope_bundle::analysis::{Metric, MetricKey, pooled_runs, metric_value};
+use stallscope_bundle::analysis::{Metric, MetricKey, metric_value, pooled_runs};
 use stallscope_bundle::*;
 
 fn processes(g: &mut Gen) -> Vec<ProcessMemory> {
