@@ -22,7 +22,7 @@ use stallscope_loader::WorkerRegistry;
 pub use account::{CpuSnapshot, epoch_cost};
 pub use nvml::{DeviceCounters, GpuTarget, install_device_counters, nvml};
 pub use sampler::{INTERVAL, Sampler, SamplerSpec};
-pub use tree::{TreeSnapshot, tree_cost};
+pub use tree::{ENDED_PART, TreeSnapshot, tree_cost};
 
 static TIMELINE: AtomicBool = AtomicBool::new(true);
 
