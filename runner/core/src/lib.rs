@@ -38,17 +38,15 @@ pub mod ranks;
 pub mod suite;
 
 pub use backend::{Backend, Finished, RunOptions, bundle_id, final_status, run_plan, seeds};
-pub use bundle_file::{BundleFileError, read_bundle_file, write_atomic, write_atomic_compact};
+pub use bundle_file::{BundleFileError, read_bundle_file, write_atomic};
 pub use driver::{
     Driven, NoProgress, NotApplicable, Outcome, Progress, UnitCtx, UnitError, drive, drive_alone,
     panic_message, repeat_order,
 };
-pub use envinfo::{cpu_model, host_info, host_memory_bytes, load_average, runner_info};
-pub use host::{peak_rss_bytes, peak_rss_note, reset_peak_rss};
+pub use envinfo::{cpu_model, host_info, host_memory_bytes, runner_info};
+pub use host::{peak_rss_bytes, reset_peak_rss};
 pub use interrupt::{EXIT_INTERRUPTED, STOP, install_interrupt};
-pub use limits::{affinity_cpus, read_limits, read_limits_under, shm_space};
+pub use limits::read_limits;
 pub use measure::{EpochSlot, EpochSteps, LoopError, Stages, Steps, Taken, run_epoch};
-pub use merged_file::{
-    MergedFileError, MergedWritten, merge_into, rank_files, rank_of_file, read_rank_bundles,
-};
+pub use merged_file::{MergedFileError, MergedWritten, merge_into, rank_files, read_rank_bundles};
 pub use model_spec::{ModelSpec, OptimizerSpec};

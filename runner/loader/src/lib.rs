@@ -42,15 +42,13 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use bare::{BarePass, bare_pass};
-pub use batch::{Batch, OnBadSample, Task, full_batch_bytes};
+pub use batch::{Batch, OnBadSample, full_batch_bytes};
 pub use generate::{GenerateError, ImageSetSpec, default_cache_root, ensure_image_set};
 pub use image_spec::{IMAGENET_MEAN, IMAGENET_STD, ImageSpec, JpegDecoder};
 pub use images::ImageDirSource;
 pub use os::{WorkerOs, WorkerRegistry, WorkerUsage, current_tid, thread_usage};
 pub use pool::{BufferPool, Pooled};
-pub use process::{
-    PARENT_ENV, WORKER_PROGRAM, WORKER_PROGRAM_ENV, beside_running_program, worker_program,
-};
+pub use process::{PARENT_ENV, beside_running_program, worker_program};
 pub use rng::{Rng, tensor_data};
 pub use sample::{SampleError, Source, SourceOpenError};
 pub use sampler::{Sampler, Shard, epoch_batches, shard_batches};

@@ -28,7 +28,7 @@ mod stderr;
 mod torch_lib;
 
 pub use embed::packages_dir;
-pub use find::{INSTALL, PythonEnv, VENV, cache_root, cached_python, env, set_python};
+pub use find::{PythonEnv, cached_python, env, set_python};
 pub use groups::kill_all_groups;
 pub use json_lines::{JsonLineError, parse_line, read_file};
 pub use process::{Ending, Output, Process, Spawn, describe_status};

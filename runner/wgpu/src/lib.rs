@@ -15,15 +15,16 @@ mod trainer;
 mod transfer;
 
 pub use backend::WgpuBackend;
-pub use linear::{LinearPlan, WgpuLinear, generate_data};
+pub use linear::generate_data;
+use linear::{LinearPlan, WgpuLinear};
 pub use steps::{Batches, HostBatch, WgpuSteps};
 pub use trainer::LinearTrainer;
-pub use transfer::{TransferPlan, WgpuTransfer};
+use transfer::{TransferPlan, WgpuTransfer};
 
 use stallscope_bundle::{DeviceInfo, DeviceKind, WgpuInfo};
 
 /// The wgpu major version this runner is built against (recorded in bundles).
-pub const WGPU_VERSION: &str = "30";
+const WGPU_VERSION: &str = "30";
 
 /// Why the wgpu device could not be used.
 #[derive(Debug, thiserror::Error)]
