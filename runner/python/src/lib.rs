@@ -6,7 +6,7 @@
 //! themselves: `cargo xtask structure` fails on a `Command::new` outside
 //! this crate.
 //!
-//! - [`find`]: which Python (`--python`, `$STALLSCOPE_PYTHON`, the cached
+//! - `find`: which Python (`--python`, `$STALLSCOPE_PYTHON`, the cached
 //!   peers environment), probed once for torch, SPDL, DALI and torchdata;
 //! - [`packages_dir`]: the embedded `python/stallscope_*` packages, written
 //!   once into the cache;
@@ -15,7 +15,7 @@
 //!   ([`kill_all_groups`]); its output passed through or read line by line;
 //!   waited for with a timeout and the stop flag; ended as a group (SIGTERM,
 //!   then SIGKILL); how it ended as an [`Ending`];
-//! - [`json_lines`]: the one reader of JSON-lines records, from a pipe or a
+//! - `json_lines`: the one reader of JSON-lines records, from a pipe or a
 //!   file, every bad line named with its source and line number;
 //! - [`torch_lib_dirs`]: where the Pythons here keep torch's `lib/`.
 

@@ -417,7 +417,7 @@ impl Barrier {
     /// place (`step 41 of epoch 1`). After a failure every later call
     /// returns it at once, so the remaining units end instead of waiting.
     /// A stop (this rank's flag, or another rank's key) ends the wait
-    /// within a [`SLICE`] as [`BarrierError::Stopped`].
+    /// within a `SLICE` as [`BarrierError::Stopped`].
     pub fn arrive(&self, operation: &str) -> Result<(), BarrierError> {
         let mut state = self.state.lock().expect("barrier state");
         if let Some(f) = &state.broken {

@@ -66,7 +66,7 @@ pub fn announce_stop() {
 
 /// For loops that wait on something other than the barrier (the peer
 /// harness): whether another rank stopped, which sets this process's stop
-/// flag too. At most one store query per [`barrier::SLICE`].
+/// flag too. At most one store query per `barrier::SLICE`.
 pub fn another_rank_stopped() -> bool {
     static LAST: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
     {
@@ -113,7 +113,7 @@ pub fn unit_failed(failure: &Failure) {
 
 /// For a loop waiting on its peer harness: another rank's failure of this
 /// unit, as the failure to record here. At most one store query per
-/// [`barrier::SLICE`]; `None` for one process.
+/// `barrier::SLICE`; `None` for one process.
 pub fn unit_failed_elsewhere(operation: &str) -> Option<Failure> {
     static LAST: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
     let b = current().and_then(|r| r.barrier.as_ref())?;

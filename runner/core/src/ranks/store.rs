@@ -127,7 +127,7 @@ impl KvStore for MemStore {
     }
 }
 
-/// A shared [`MemStore`] as every rank's connection.
+/// A shared `MemStore` as every rank's connection.
 impl KvStore for std::sync::Arc<MemStore> {
     fn set(&self, key: &str, value: &str) -> Result<(), StoreError> {
         (**self).set(key, value)
