@@ -7,7 +7,9 @@
 
 use stallscope_bundle::{Environment, Experiment, ExperimentKind, PrecisionInfo};
 
-use super::{LinearPlan, TransferPlan, WgpuCtx, WgpuError, WgpuLinear, WgpuTransfer, loader};
+use super::linear::{LinearPlan, WgpuLinear};
+use super::transfer::{TransferPlan, WgpuTransfer};
+use super::{WgpuCtx, WgpuError, loader};
 use stallscope_core::{
     Backend, Driven, ModelSpec, NotApplicable, UnitError, host_info, runner_info,
     suite::{DataSpec, ExperimentPlan, ExperimentSpec, Plan},

@@ -16,10 +16,8 @@ mod transfer;
 
 pub use backend::WgpuBackend;
 pub use linear::generate_data;
-use linear::{LinearPlan, WgpuLinear};
 pub use steps::{Batches, HostBatch, WgpuSteps};
 pub use trainer::LinearTrainer;
-use transfer::{TransferPlan, WgpuTransfer};
 
 use stallscope_bundle::{DeviceInfo, DeviceKind, WgpuInfo};
 
