@@ -11,13 +11,14 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use stallscope_bundle::TimingMode;
-use stallscope_loader::generate::{ImageSetSpec, default_cache_root, ensure_image_set};
-use stallscope_loader::{ImageSpec, LoaderConfig, Sampler, SourceSpec, WorkerKind};
-use stallscope_torch::device::DeviceCtx;
-use stallscope_torch::experiments::native_feed::{NativeFeed, Pinning};
-use stallscope_torch::feed::Feed;
-use stallscope_torch::models::{ModelSpec, Trainer};
-use stallscope_torch::steps::{CopyMode, EpochSlot, run_epoch, warm_up};
+use stallscope_core::{EpochSlot, ModelSpec};
+use stallscope_loader::{
+    ImageSetSpec, ImageSpec, LoaderConfig, Sampler, SourceSpec, WorkerKind, default_cache_root,
+    ensure_image_set,
+};
+use stallscope_torch::{
+    CopyMode, DeviceCtx, Feed, NativeFeed, Pinning, Trainer, train_epoch, warm_up,
+};
 
 const BATCH: usize = 32;
 const CROP: u32 = 112;
@@ -81,8 +82,8 @@ fn with_model(spec: &SourceSpec, workers: usize, kind: WorkerKind, ctx: &DeviceC
             repeat: 0,
             epoch,
         };
-        let run =
-            run_epoch(&mut trainer, &mut f, ctx, CopyMode::default(), slot, &stop).expect("epoch");
+        let run = train_epoch(&mut trainer, &mut f, ctx, CopyMode::default(), slot, &stop)
+            .expect("epoch");
         if epoch > 0 {
             rates.push(run.whole_run_samples_per_s().expect("whole-run rate"));
         }

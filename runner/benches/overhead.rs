@@ -1,9 +1,9 @@
 //! The cost of the runner's whole-run instrumentation and of the timeline
 //! sampler: the same training epochs run bare (a plain loop over the feed),
-//! through `train::run_epoch` in whole-run mode with the sampler off, and
-//! with it on, interleaved in one process for several rounds (the order
-//! rotated each round); prints the medians and the ratios. Target: under 1%
-//! for each.
+//! through `stallscope_torch::train_epoch` in whole-run mode with the
+//! sampler off, and with it on, interleaved in one process for several
+//! rounds (the order rotated each round); prints the medians and the
+//! ratios. Target: under 1% for each.
 //!
 //! `cargo xtask bench overhead [-- ROUNDS]` (default 15 rounds), on the CPU
 //! with one libtorch thread.
@@ -12,11 +12,11 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use stallscope_bundle::TimingMode;
-use stallscope_torch::data::{FashionMnist, tensor_data};
-use stallscope_torch::device::DeviceCtx;
-use stallscope_torch::feed::{Dataset, Feed, InLoopConfig, InLoopLoader, Order};
-use stallscope_torch::models::{ModelSpec, Trainer};
-use stallscope_torch::steps::{CopyMode, EpochSlot, run_epoch, to_device, warm_up};
+use stallscope_core::{EpochSlot, ModelSpec};
+use stallscope_torch::{
+    CopyMode, Dataset, DeviceCtx, FashionMnist, Feed, InLoopConfig, InLoopLoader, Order, Trainer,
+    tensor_data, to_device, train_epoch, warm_up,
+};
 
 struct Case {
     name: &'static str,
@@ -166,7 +166,7 @@ fn measure(case: &Case, ctx: &DeviceCtx, stop: &AtomicBool, rounds: usize) -> [A
                 // The epoch seconds the runner records (synchronized
                 // before and after, counting inside): the region
                 // bare_epoch times.
-                let run = run_epoch(
+                let run = train_epoch(
                     &mut trainer,
                     &mut feed,
                     ctx,

@@ -17,12 +17,9 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use stallscope_bundle::TimingMode;
-use stallscope_loader::Loader;
-use stallscope_loader::{LoaderConfig, SourceSpec, WorkerKind};
-use stallscope_torch::device::DeviceCtx;
-use stallscope_torch::experiments::native_feed::{NativeFeed, Pinning};
-use stallscope_torch::models::{ModelSpec, Trainer};
-use stallscope_torch::steps::{CopyMode, EpochSlot, run_epoch, warm_up};
+use stallscope_core::{EpochSlot, ModelSpec};
+use stallscope_loader::{Loader, LoaderConfig, SourceSpec, WorkerKind};
+use stallscope_torch::{CopyMode, DeviceCtx, NativeFeed, Pinning, Trainer, train_epoch, warm_up};
 
 const BATCH: usize = 32;
 const SAMPLES: usize = 512;
@@ -75,7 +72,7 @@ fn epoch_seconds(feed: &mut NativeFeed, trainer: &mut Trainer, ctx: &DeviceCtx, 
         repeat: 0,
         epoch,
     };
-    let run = run_epoch(trainer, feed, ctx, CopyMode::default(), slot, &stop).expect("epoch");
+    let run = train_epoch(trainer, feed, ctx, CopyMode::default(), slot, &stop).expect("epoch");
     run.whole_run
         .and_then(|w| w.seconds)
         .expect("whole-run seconds")

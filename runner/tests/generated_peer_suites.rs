@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use stallscope_bundle::TimingMode;
-use stallscope_loader::rng::Rng;
+use stallscope_loader::Rng;
 use util::*;
 
 fn suite(seed: u64) -> String {

@@ -4,7 +4,7 @@
 //! processes), one sample, batches larger than the data, drop_last, several
 //! epochs and repeats — run in this process through the same `run_plan` the
 //! command uses (real libtorch on the CPU, real worker threads and
-//! processes; every fifth suite also on the wgpu engine, lavapipe without a
+//! processes; every fifth suite also on the wgpu back end, lavapipe without a
 //! GPU), and the bundle is read back from disk and validated.
 //!
 //! `STALLSCOPE_SUITES=N` sets how many suites (default 400, of which at
@@ -20,13 +20,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicBool;
 
 use stallscope_bundle::{parse_bundle, validate};
-use stallscope_core::driver::NoProgress;
-use stallscope_core::engine::{Engine, RunOptions, run_plan, seeds};
-use stallscope_core::suite::parse_suite;
-use stallscope_loader::rng::Rng;
-use stallscope_torch::device::DeviceCtx;
-use stallscope_torch::experiments::TorchEngine;
-use stallscope_wgpu::WgpuEngine;
+use stallscope_core::{Backend, NoProgress, RunOptions, run_plan, seeds, suite::parse_suite};
+use stallscope_loader::Rng;
+use stallscope_torch::{DeviceCtx, TorchBackend};
+use stallscope_wgpu::WgpuBackend;
 use util::{pick, subset};
 
 /// Samples: often tiny (1, fewer than a batch), sometimes a few batches.
@@ -193,7 +190,7 @@ fn every_accepted_generated_suite_yields_a_valid_bundle() {
         .unwrap_or(1);
     tch::set_num_threads(1);
     let device = DeviceCtx::cpu();
-    let wgpu = WgpuEngine::new().expect("a wgpu adapter (lavapipe: `cargo xtask setup`)");
+    let wgpu = WgpuBackend::new().expect("a wgpu adapter (lavapipe: `cargo xtask setup`)");
     let stop = AtomicBool::new(false);
     let root = tempfile::tempdir().unwrap();
     // Generated image sets go to a cache of this test's own.
@@ -217,16 +214,16 @@ fn every_accepted_generated_suite_yields_a_valid_bundle() {
             }
         };
         accepted += 1;
-        let torch = TorchEngine {
+        let torch = TorchBackend {
             device: &device,
             data_dir: None,
             seeds: seeds(&plan),
         };
-        let mut engines: Vec<(&str, &dyn Engine)> = vec![("libtorch", &torch)];
+        let mut backends: Vec<(&str, &dyn Backend)> = vec![("libtorch", &torch)];
         if seed % 5 == 0 {
-            engines.push(("wgpu", &wgpu));
+            backends.push(("wgpu", &wgpu));
         }
-        for (name, engine) in engines {
+        for (name, backend) in backends {
             let out_dir = root.path().join(format!("s{seed}-{name}"));
             let options = RunOptions {
                 out_dir: Some(&out_dir),
@@ -234,7 +231,7 @@ fn every_accepted_generated_suite_yields_a_valid_bundle() {
                 progress: &NoProgress,
                 inject_panic: None,
             };
-            let result = catch_unwind(AssertUnwindSafe(|| run_plan(&plan, engine, &options)));
+            let result = catch_unwind(AssertUnwindSafe(|| run_plan(&plan, backend, &options)));
             let at = format!("seed {seed} on {name}");
             match result {
                 Err(_) => panics.push(format!("{at}: run_plan panicked\n{text}")),

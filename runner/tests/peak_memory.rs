@@ -1,4 +1,4 @@
-//! The same meaning of an epoch's host peak on every engine: each epoch's
+//! The same meaning of an epoch's host peak on every back end: each epoch's
 //! `host_peak_rss_bytes` is its own, not the process's peak so far, because
 //! the one loop resets it before every epoch. An epoch that holds a large
 //! buffer is followed by one that does not; the second's figure is the small
@@ -8,14 +8,12 @@
 use std::sync::atomic::AtomicBool;
 
 use stallscope_bundle::{Run, TimingMode};
-use stallscope_core::measure::{EpochSlot, run_epoch};
-use stallscope_torch::feed::{
-    EpochIter, Feed, FeedError, HostBatch, InLoopConfig, InLoopLoader, Order, TensorDataset,
+use stallscope_core::{EpochSlot, ModelSpec, run_epoch};
+use stallscope_torch::{
+    CopyMode, EpochIter, Feed, FeedError, HostBatch, InLoopConfig, InLoopLoader, Order,
+    TensorDataset, Trainer, train_epoch,
 };
-use stallscope_torch::models::{ModelSpec, Trainer};
-use stallscope_torch::steps::{CopyMode, run_epoch as train_epoch};
-use stallscope_wgpu::steps::{Batches, HostBatch as WgpuBatch, WgpuSteps};
-use stallscope_wgpu::{LinearTrainer, WgpuCtx};
+use stallscope_wgpu::{Batches, HostBatch as WgpuBatch, LinearTrainer, WgpuCtx, WgpuSteps};
 
 const BALLAST: usize = 384 << 20;
 
@@ -83,11 +81,11 @@ fn trim() {
     unsafe { libc::malloc_trim(0) };
 }
 
-fn assert_own(engine: &str, peaks: &[u64]) {
-    eprintln!("{engine}: epoch peaks {peaks:?}");
+fn assert_own(backend: &str, peaks: &[u64]) {
+    eprintln!("{backend}: epoch peaks {peaks:?}");
     assert!(
         peaks[1] + (256 << 20) < peaks[0],
-        "{engine}: epoch 1's peak {} should be far below epoch 0's {}",
+        "{backend}: epoch 1's peak {} should be far below epoch 0's {}",
         peaks[1],
         peaks[0]
     );
@@ -98,10 +96,10 @@ fn libtorch() {
         features: 64,
         classes: 4,
     };
-    let ctx = stallscope_torch::device::DeviceCtx::cpu();
+    let ctx = stallscope_torch::DeviceCtx::cpu();
     let mut trainer = Trainer::new(spec, spec.default_optimizer(), ctx.device, 0).unwrap();
     let inner = InLoopLoader::new(
-        stallscope_torch::data::tensor_data(512, 64, 4, 1),
+        stallscope_torch::tensor_data(512, 64, 4, 1),
         InLoopConfig {
             batch_size: 64,
             order: Order::Shuffled { seed: 42 },
@@ -149,7 +147,7 @@ fn wgpu() {
 }
 
 #[test]
-fn an_epochs_host_peak_is_its_own_on_every_engine() {
+fn an_epochs_host_peak_is_its_own_on_every_back_end() {
     assert!(
         std::fs::write("/proc/self/clear_refs", "5").is_ok(),
         "this kernel refuses /proc/self/clear_refs"

@@ -510,7 +510,7 @@ fn a_harness_failing_on_one_rank_is_found_within_seconds() {
     merge(&out);
 }
 
-/// The wgpu engine (lavapipe here) meets the other ranks every step too.
+/// The wgpu back end (lavapipe here) meets the other ranks every step too.
 #[test]
 fn wgpu_ranks_meet_at_the_barrier() {
     let _serial = serial();
@@ -864,7 +864,7 @@ fn an_unreachable_master_is_one_clear_message_within_the_timeout() {
 #[test]
 fn shards_match_torchs_distributed_sampler() {
     let _serial = serial();
-    let mut rng = stallscope_loader::rng::Rng::new(3);
+    let mut rng = stallscope_loader::Rng::new(3);
     let mut cases = Vec::new();
     for _ in 0..40 {
         let world = 1 + rng.below(7) as usize;

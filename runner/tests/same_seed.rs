@@ -1,15 +1,12 @@
-//! One seed, one sample order, the same bytes: on every engine and every
+//! One seed, one sample order, the same bytes: on every back end and every
 //! worker kind. The libtorch in-loop loader, the native loader feeding
 //! libtorch (in the loop, threads, processes) and the native loader as the
-//! wgpu engine takes it (host batches) must deliver identical batches, and
+//! wgpu back end takes it (host batches) must deliver identical batches, and
 //! the seeds/000 generator must give libtorch, the loader and wgpu the same
 //! floats.
 
-use stallscope_loader::{Loader, Sampler};
-use stallscope_loader::{LoaderConfig, SourceSpec, WorkerKind};
-use stallscope_torch::data::tensor_data;
-use stallscope_torch::experiments::native_feed::{NativeFeed, Pinning};
-use stallscope_torch::feed::{Feed, InLoopConfig, InLoopLoader, Order};
+use stallscope_loader::{Loader, LoaderConfig, Sampler, SourceSpec, WorkerKind};
+use stallscope_torch::{Feed, InLoopConfig, InLoopLoader, NativeFeed, Order, Pinning, tensor_data};
 
 const SAMPLES: usize = 200;
 const FEATURES: usize = 6;
@@ -58,7 +55,7 @@ fn spec() -> SourceSpec {
 }
 
 #[test]
-fn every_engine_and_worker_kind_sees_the_same_batches() {
+fn every_back_end_and_worker_kind_sees_the_same_batches() {
     // libtorch's in-loop loader over the libtorch dataset.
     let mut in_loop = InLoopLoader::new(
         tensor_data(SAMPLES, FEATURES, CLASSES as u64, SEED),
@@ -84,7 +81,7 @@ fn every_engine_and_worker_kind_sees_the_same_batches() {
         assert_eq!(from_feed(&mut feed), reference, "{workers} {kind:?}");
     }
 
-    // The native loader as the wgpu engine takes it: plain host batches.
+    // The native loader as the wgpu back end takes it: plain host batches.
     for (workers, kind) in [(0, WorkerKind::Threads), (2, WorkerKind::Processes)] {
         let mut loader = Loader::new(config(workers, kind), spec()).unwrap();
         let got: Epochs = (0..2)
@@ -106,7 +103,7 @@ fn every_engine_and_worker_kind_sees_the_same_batches() {
     // and sampler.
     let (x, y) =
         stallscope_wgpu::generate_data(SAMPLES as u32, FEATURES as u32, CLASSES as u32, SEED);
-    let order = stallscope_torch::feed::epoch_indices(
+    let order = stallscope_torch::epoch_indices(
         Order::Shuffled { seed: SHUFFLE },
         SAMPLES,
         BATCH,

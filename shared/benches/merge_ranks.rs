@@ -20,7 +20,7 @@ mod generated;
 use std::time::Instant;
 
 use generated::{Gen, Plan, Slow, layout, merged_bundle, ranked_runs};
-use stallscope_bundle::analysis::{job_runs, rank_analysis_in};
+use stallscope_bundle::analysis::{pooled_runs, rank_analysis_in};
 use stallscope_bundle::merge::{Compacted, compact_on, merge};
 use stallscope_bundle::sidecar::decode_for;
 use stallscope_bundle::{Bundle, Configuration, Run, read_bundle};
@@ -151,7 +151,7 @@ fn main() {
     std::hint::black_box(rank_analysis_in(&merged, c));
     let analysis = secs(t);
     let t = Instant::now();
-    std::hint::black_box(job_runs(c, Some(world)));
+    std::hint::black_box(pooled_runs(c, Some(world)));
     let jobs = secs(t);
     println!("  of compact: the rank analysis {analysis:.2} s, the job runs {jobs:.2} s");
     let t = Instant::now();

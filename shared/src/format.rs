@@ -484,8 +484,10 @@ format_type! {
         /// Added in format 1.2.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub timeline: Option<Timeline>,
-        /// A job run of a merged configuration: how it pools the ranks' runs.
-        /// Added in format 1.3.
+        /// A pooled run of a merged configuration: how it pools the ranks'
+        /// runs (`analysis::pooled_runs`). The name `job` is the format's and
+        /// stays: here it means the pooled run, not `stallscope job`'s
+        /// command. Added in format 1.3.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub job: Option<JobOf>,
         /// The loader's workers in a diagnostic epoch: each batch and sample

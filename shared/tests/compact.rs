@@ -242,7 +242,7 @@ fn a_format_1_2_merged_bundle_still_reads_and_is_read_as_its_job() {
     assert_eq!(a.stragglers[0].0, 2, "{a:?}");
     let job = job_view(&b);
     let c = &job.experiments[0].configurations[0];
-    let j = job_summary(c, Phase::Steady).unwrap();
+    let j = pooled_summary(c, Phase::Steady).unwrap();
     assert_eq!(j.world, 3);
     // The job's rate is the three ranks' samples over the slowest epoch.
     let whole = |r: &Run| r.whole_run.clone().unwrap();

@@ -7,7 +7,7 @@
 mod generated;
 
 use generated::*;
-use stallscope_bundle::analysis::{Metric, MetricKey, job_runs, metric_value};
+use stallscope_bundle::analysis::{Metric, MetricKey, metric_value, pooled_runs};
 use stallscope_bundle::*;
 
 fn processes(g: &mut Gen) -> Vec<ProcessMemory> {
@@ -125,9 +125,9 @@ fn a_job_of_ranks_keeps_its_worst_ranks_processes() {
             .map(|r| r.memory.as_ref().unwrap().processes.clone())
             .unwrap();
         let c = Configuration::new("c", "c").with_runs(runs);
-        let (job, _) = job_runs(&c, Some(world));
-        assert_eq!(job.len(), 1, "case {case}");
-        let got = &job[0].memory.as_ref().unwrap().processes;
+        let (pooled, _) = pooled_runs(&c, Some(world));
+        assert_eq!(pooled.len(), 1, "case {case}");
+        let got = &pooled[0].memory.as_ref().unwrap().processes;
         let uss = |ps: &[ProcessMemory]| {
             ps.iter()
                 .filter(|p| p.role == "worker")

@@ -35,7 +35,7 @@ impl BundleFileError {
 }
 
 /// Read and validate a bundle file.
-pub fn read(path: &Path) -> Result<Bundle, BundleFileError> {
+pub fn read_bundle_file(path: &Path) -> Result<Bundle, BundleFileError> {
     let io = |source| BundleFileError::Io {
         path: path.to_path_buf(),
         source,

@@ -1,10 +1,10 @@
-//! The one experiment driver. Every engine (libtorch, wgpu, and the
-//! Python-hosted ones next) hands it experiments that run one unit at a
-//! time; the driver alone owns the order of repeats (ascending, descending,
-//! ascending, …), panic isolation per configuration, Ctrl-C, the save after
-//! every unit, adaptive experiments (the OOM probe asks for its next
-//! configuration from what was measured) and the record of an experiment
-//! that is not applicable. It knows no device.
+//! The one experiment driver. Every back end (libtorch, wgpu; the Python
+//! engines run inside libtorch's loader sweep) and `stallscope job` hand it
+//! experiments that run one unit at a time; the driver alone owns the order
+//! of repeats (ascending, descending, ascending, …), panic isolation per
+//! configuration, Ctrl-C, the save after every unit, adaptive experiments
+//! (the OOM probe asks for its next configuration from what was measured)
+//! and the record of an experiment that is not applicable. It knows no device.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +30,7 @@ pub trait Progress {
     fn planned(&self, _epochs: u64) {}
 }
 
-/// Progress that reports nothing (tests, and engines setting up).
+/// Progress that reports nothing (tests, and back ends setting up).
 pub struct NoProgress;
 
 impl Progress for NoProgress {
@@ -71,19 +71,19 @@ impl From<LoopError> for UnitError {
 
 /// What the driver gives every unit.
 pub struct UnitCtx<'a> {
-    /// Set by Ctrl-C; engines check it between steps.
+    /// Set by Ctrl-C; back ends check it between steps.
     pub stop: &'a AtomicBool,
     pub progress: &'a dyn Progress,
     /// Test-only: panic inside this configuration (`STALLSCOPE_INJECT_PANIC`).
     pub inject_panic: Option<String>,
 }
 
-/// An experiment as an engine runs it: its bundle skeleton, then one
-/// (configuration, repeat) unit at a time. Engines return raw runs; the
+/// An experiment as a back end runs it: its bundle skeleton, then one
+/// (configuration, repeat) unit at a time. Back ends return raw runs; the
 /// driver records them, or the failure.
 pub trait Driven {
     /// The bundle experiment with its configurations and no runs yet; with
-    /// `not_applicable` set (and no configuration) when this engine cannot
+    /// `not_applicable` set (and no configuration) when this back end cannot
     /// run it.
     fn skeleton(&self) -> Experiment;
     /// Timed epochs per unit, for the progress bar.
@@ -100,7 +100,7 @@ pub trait Driven {
     /// (the OOM probe sorts its configurations by batch size; a loader
     /// sweep on the user's own model records the model the harness built).
     fn arrange(&self, _experiment: &mut Experiment) {}
-    /// After a panic: release what the engine holds (the CUDA cache).
+    /// After a panic: release what the back end holds (the CUDA cache).
     fn recover(&self) {}
 }
 
@@ -113,7 +113,7 @@ pub enum Outcome {
     Interrupted,
 }
 
-/// An experiment an engine cannot run: its skeleton says why.
+/// An experiment a back end cannot run: its skeleton says why.
 pub struct NotApplicable {
     experiment: Experiment,
 }
@@ -139,7 +139,7 @@ impl Driven for NotApplicable {
 }
 
 /// The configuration order of a repeat: ascending, descending, ascending, …
-pub fn order(configs: usize, repeat: u32) -> Vec<usize> {
+pub fn repeat_order(configs: usize, repeat: u32) -> Vec<usize> {
     let mut v: Vec<usize> = (0..configs).collect();
     if repeat % 2 == 1 {
         v.reverse();
@@ -189,7 +189,7 @@ pub fn drive_repeat(
     let mut failures = 0;
     let configs = bundle.experiments[exp_index].configurations.len();
     {
-        for ci in order(configs, repeat)
+        for ci in repeat_order(configs, repeat)
             .into_iter()
             .filter(|ci| only.contains(ci))
         {
@@ -200,7 +200,7 @@ pub fn drive_repeat(
                 "{}/{} repeat {repeat}",
                 bundle.experiments[exp_index].id, config.id
             ));
-            // A failed configuration is not retried; one whose engine (or
+            // A failed configuration is not retried; one whose back end (or
             // DALI's decoder placement) is not applicable here has nothing
             // to run.
             if config.failure.is_some() || config.cannot_run_here().is_some() {
@@ -358,7 +358,7 @@ pub fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Drive one experiment alone (no suite, no file, no Ctrl-C): its skeleton
-/// filled in. For engines' own tests.
+/// filled in. For back ends' own tests.
 pub fn drive_alone(driven: &mut dyn Driven, repeats: u32) -> (Experiment, Outcome) {
     let stop = AtomicBool::new(false);
     let cx = UnitCtx {

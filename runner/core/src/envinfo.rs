@@ -1,7 +1,7 @@
-//! What the runner records about the host and itself, whatever the engine:
-//! the host (from /proc) and the runner's version and commit. Each engine
-//! adds its device, library and precision (`stallscope-torch`'s
-//! `environment`, `stallscope-wgpu`'s engine).
+//! What the runner records about the host and itself, whatever the back
+//! end: the host (from /proc) and the runner's version and commit. Each back
+//! end adds its device, library and precision (`stallscope-torch`'s
+//! `environment`, `stallscope-wgpu`'s `WgpuBackend`).
 
 use stallscope_bundle::{HostInfo, RunnerInfo};
 
@@ -46,7 +46,7 @@ pub fn load_average() -> Option<f64> {
         .ok()
 }
 
-pub fn host() -> HostInfo {
+pub fn host_info() -> HostInfo {
     HostInfo {
         cpu_model: cpu_model(),
         logical_cores: std::thread::available_parallelism()
@@ -58,7 +58,7 @@ pub fn host() -> HostInfo {
     }
 }
 
-pub fn runner() -> RunnerInfo {
+pub fn runner_info() -> RunnerInfo {
     RunnerInfo {
         name: "stallscope".into(),
         version: env!("CARGO_PKG_VERSION").into(),

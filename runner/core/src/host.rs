@@ -1,7 +1,7 @@
-//! Host facts every engine reads the same way: this process's peak resident
+//! Host facts every back end reads the same way: this process's peak resident
 //! memory (`VmHWM`, through the one `/proc` reader in `crate::cost::proc`)
 //! and its reset between epochs, so `host_peak_rss_bytes` means the same on
-//! every engine: the epoch's own peak where the kernel allows the reset.
+//! every back end: the epoch's own peak where the kernel allows the reset.
 
 /// This process's peak resident set size (`VmHWM`).
 pub fn peak_rss_bytes() -> Option<u64> {

@@ -19,7 +19,7 @@ static ON_SECOND: OnceLock<fn()> = OnceLock::new();
 
 /// Install the handler (once per process; later calls only keep the first
 /// `on_second`). `on_second` runs on the second stop, before the exit.
-pub fn install(on_second: fn()) -> Result<(), String> {
+pub fn install_interrupt(on_second: fn()) -> Result<(), String> {
     let _ = ON_SECOND.set(on_second);
     let result = ctrlc::set_handler(|| {
         if STOP.swap(true, Ordering::SeqCst) {

@@ -86,9 +86,9 @@ fn on_threads<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> V
 
 /// Read the files in parallel; the first error (in file order) names its
 /// file.
-pub fn read_all(files: &[(u32, PathBuf)]) -> Result<Vec<Bundle>, MergedFileError> {
+pub fn read_rank_bundles(files: &[(u32, PathBuf)]) -> Result<Vec<Bundle>, MergedFileError> {
     on_threads(files, |(_, p)| {
-        bundle_file::read(p).map_err(|e| MergedFileError::Io(e.paragraphs().join("\n")))
+        bundle_file::read_bundle_file(p).map_err(|e| MergedFileError::Io(e.paragraphs().join("\n")))
     })
     .into_iter()
     .collect()
@@ -137,7 +137,7 @@ fn write_out(
 }
 
 /// A merged bundle as written, and its sidecars'.
-pub struct Written {
+pub struct MergedWritten {
     pub bundle: Bundle,
     pub sidecars: usize,
     pub sidecar_bytes: u64,
@@ -146,14 +146,14 @@ pub struct Written {
 /// Merge the per-rank `bundles` (`stallscope_bundle::merge`, whose
 /// [`MergeError`] the error carries) and write the compact bundle to `out`,
 /// its sidecars beside it first.
-pub fn merge_into(bundles: Vec<Bundle>, out: &Path) -> Result<Written, MergedFileError> {
+pub fn merge_into(bundles: Vec<Bundle>, out: &Path) -> Result<MergedWritten, MergedFileError> {
     let merged = stallscope_bundle::merge::merge(bundles)?;
     let Compacted {
         bundle: merged,
         sidecars,
     } = compact_on(merged, threads());
     write_out(out, &merged, &sidecars)?;
-    Ok(Written {
+    Ok(MergedWritten {
         bundle: merged,
         sidecars: sidecars.len(),
         sidecar_bytes: sidecars.iter().map(|(_, b)| b.len() as u64).sum(),

@@ -1,7 +1,7 @@
 //! The models and optimizers as plain data: what a suite names and a bundle
 //! records (name, input shape, classes, parameter count), with no tensor
-//! library. The libtorch engine builds them (`stallscope_torch::models`); the wgpu
-//! engine and the peers' harness build the same architectures.
+//! library. The libtorch back end builds them (`stallscope_torch::Trainer`);
+//! the wgpu back end and the peers' harness build the same architectures.
 
 /// Which model, with the shape of its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! The crates' seams hold, by their dependency trees: tch (and torch-sys)
-//! reach only the libtorch engine and the command that links it, wgpu only
-//! the wgpu engine and the command; the core and the peers' crate depend on
+//! reach only the libtorch back end and the command that links it, wgpu only
+//! the wgpu back end and the command; the core and the peers' crate depend on
 //! neither, so they build and test on a machine without libtorch.
 
 use std::collections::BTreeSet;
@@ -35,14 +35,14 @@ fn workspace_dependents(krate: &str) -> BTreeSet<String> {
 }
 
 #[test]
-fn tch_and_wgpu_reach_only_their_engine_and_the_command() {
-    for (krate, engine) in [
+fn tch_and_wgpu_reach_only_their_back_end_and_the_command() {
+    for (krate, backend) in [
         ("tch", "stallscope-torch"),
         ("torch-sys", "stallscope-torch"),
         ("wgpu", "stallscope-wgpu"),
     ] {
         let got = workspace_dependents(krate);
-        let want: BTreeSet<String> = [engine, "stallscope"].map(String::from).into();
+        let want: BTreeSet<String> = [backend, "stallscope"].map(String::from).into();
         assert_eq!(got, want, "the workspace crates that depend on {krate}");
     }
 }

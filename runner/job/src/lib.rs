@@ -1,7 +1,7 @@
 //! `stallscope job -- COMMAND`: the user's own training command, unmodified,
 //! measured as an engine of the one driver (docs/your-job.md). Each
 //! configuration (the script's own DataLoader settings, each point of
-//! `--sweep` or of `--tune`'s grid) is a unit of `stallscope_core::driver`:
+//! `--sweep` or of `--tune`'s grid) is a unit of `stallscope_core::drive`:
 //! repeats in ascending, descending, ascending order, Ctrl-C, the bundle
 //! saved after every unit. Each timing mode of a unit is a fresh process
 //! tree started by `stallscope-python`, the instrumentation

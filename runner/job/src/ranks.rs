@@ -96,13 +96,13 @@ impl RankRuns {
         for (&rank, layout) in &c.layouts {
             let b = rank_bundle(bundle, &c, rank, rank == lowest, layout);
             let path = dir.join(format!("bundle.rank-{rank}.json"));
-            stallscope_core::bundle_file::write_atomic(&path, &b)
+            stallscope_core::write_atomic(&path, &b)
                 .map_err(|e| format!("writing {}: {e}", path.display()))?;
             bundles.push(b);
         }
         let measured = bundles.len();
         let out = dir.join("bundle.merged.json");
-        let text = match stallscope_core::merged_file::merge_into(bundles, &out) {
+        let text = match stallscope_core::merge_into(bundles, &out) {
             Ok(_) => format!(
                 "ranks: {measured} of {world} measured; per-rank bundles bundle.rank-R.json and \
                  the merged {}",

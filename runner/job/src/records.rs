@@ -13,7 +13,7 @@ use stallscope_bundle::{
     CpuCost, CpuPart, CpuPartKind, LoaderStats, Memory, ProcessMemory, Run, StepSeries, TimingMode,
     WholeRun,
 };
-use stallscope_core::measure::EpochSlot;
+use stallscope_core::EpochSlot;
 
 /// The version of `docs/job-protocol.md` this reader speaks.
 pub const PROTOCOL: u32 = 2;

@@ -13,8 +13,7 @@ use stallscope_bundle::{
     Bundle, Experiment, ExperimentKind, Failure, ParamValue, Provenance, RunState, RunStatus,
     SchemaVersion,
 };
-use stallscope_core::driver::{Progress, UnitCtx};
-use stallscope_core::engine::{bundle_id, final_status};
+use stallscope_core::{Progress, UnitCtx, bundle_id, final_status};
 
 use crate::options::{JobError, JobEvents, JobOptions, JobOutcome};
 use crate::session::Session;
@@ -254,8 +253,8 @@ fn skeleton(args: &JobOptions, g: &Grid) -> Experiment {
 
 fn new_bundle(args: &JobOptions, id: String, created_at: String) -> Bundle {
     let mut environment = stallscope_bundle::Environment {
-        runner: Some(stallscope_core::envinfo::runner()),
-        host: Some(stallscope_core::envinfo::host()),
+        runner: Some(stallscope_core::runner_info()),
+        host: Some(stallscope_core::host_info()),
         limits: Some(stallscope_core::read_limits()),
         ..Default::default()
     };

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use stallscope_bundle::Bundle;
-use stallscope_core::driver::{self, Outcome, UnitCtx};
+use stallscope_core::{Outcome, UnitCtx, drive, drive_repeat};
 
 use crate::unit::JobExperiment;
 use crate::what_ran;
@@ -55,7 +55,7 @@ impl<'a> Session<'a> {
         let index = self.bundle.experiments.len() - 1;
         let path = self.path.clone();
         let mut save_unit = |b: &Bundle| save(&path, b);
-        let outcome = driver::drive(
+        let outcome = drive(
             &mut self.bundle,
             index,
             job,
@@ -100,7 +100,7 @@ impl<'a> Session<'a> {
             .planned(only.len() as u64 * job.modes.len() as u64);
         let path = self.path.clone();
         let mut save_unit = |b: &Bundle| save(&path, b);
-        let outcome = driver::drive_repeat(
+        let outcome = drive_repeat(
             &mut self.bundle,
             index,
             job,
@@ -119,7 +119,7 @@ impl<'a> Session<'a> {
 }
 
 fn save(path: &std::path::Path, bundle: &Bundle) {
-    if let Err(e) = stallscope_core::bundle_file::write_atomic(path, bundle) {
+    if let Err(e) = stallscope_core::write_atomic(path, bundle) {
         eprintln!("stallscope job: writing {}: {e}", path.display());
     }
 }

@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value, json};
 use stallscope_bundle::{CrashCause, Failure, TimingMode};
-use stallscope_core::driver::{UnitCtx, UnitError};
+use stallscope_core::{UnitCtx, UnitError};
 
 use crate::grid::{self, Point};
 use crate::unit::{JobExperiment, JobPlan};

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use stallscope_bundle::analysis::{JOB_SCRIPT_AGAIN_ID, JOB_SCRIPT_ID};
 use stallscope_bundle::{Experiment, Failure, Run, TimingMode};
-use stallscope_core::driver::{Driven, UnitCtx, UnitError};
+use stallscope_core::{Driven, UnitCtx, UnitError};
 use stallscope_python::{Ending, Process, Spawn, describe_status};
 
 use crate::fits::{self, Known};

@@ -15,7 +15,7 @@ pub(crate) fn device(accelerator: Option<&str>) -> stallscope_bundle::DeviceInfo
         Some(name) => DeviceInfo::new(DeviceKind::Cuda, name),
         None => DeviceInfo::new(
             DeviceKind::Cpu,
-            stallscope_core::envinfo::cpu_model().unwrap_or_else(|| "CPU".into()),
+            stallscope_core::cpu_model().unwrap_or_else(|| "CPU".into()),
         ),
     }
 }

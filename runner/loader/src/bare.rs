@@ -16,7 +16,7 @@ use super::stats::StageTimes;
 
 /// One pass over every image.
 #[derive(Debug, Clone, Serialize)]
-pub struct Pass {
+pub struct BarePass {
     pub images: u64,
     pub seconds: f64,
     /// Images loaded without the stage clocks, and their summed time.
@@ -27,7 +27,7 @@ pub struct Pass {
     pub timed_seconds: f64,
 }
 
-impl Pass {
+impl BarePass {
     pub fn untimed_images_per_s(&self) -> f64 {
         self.untimed_images as f64 / self.untimed_seconds
     }
@@ -38,7 +38,7 @@ impl Pass {
 
 /// Every image once, in order, on this thread; image `i` runs with the
 /// clocks when `i + parity` is odd (alternate the parity between passes).
-pub fn pass(source: &ImageDirSource, seed: u64, parity: u64) -> Result<Pass, SampleError> {
+pub fn bare_pass(source: &ImageDirSource, seed: u64, parity: u64) -> Result<BarePass, SampleError> {
     let mut out = vec![0.0f32; source.sample_dims().iter().product()];
     let mut rng = Rng::new(seed);
     let mut times = StageTimes::default();
@@ -59,7 +59,7 @@ pub fn pass(source: &ImageDirSource, seed: u64, parity: u64) -> Result<Pass, Sam
         }
         std::hint::black_box(&out);
     }
-    Ok(Pass {
+    Ok(BarePass {
         images: n,
         seconds: start.elapsed().as_secs_f64(),
         untimed_images: n_untimed,

@@ -1,7 +1,9 @@
-//! FashionMNIST's IDX files: parsing with errors that name the file, the
-//! byte and what was expected; the deterministic stand-in of the same shape
-//! (written as IDX files, so every engine reads the same files); and the
-//! `fashionmnist` source of the loader (1×28×28 float32 in [0, 1]).
+//! FashionMNIST's IDX files: parsing with errors that name the file, the byte
+//! and what was expected; the deterministic stand-in of the same shape
+//! (written as IDX files, so every engine and back end reads the same files);
+//! and the `fashionmnist` source of the loader (1×28×28 float32 in [0, 1]).
+//!
+//! A public namespace of the loader (`stallscope_loader::idx`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

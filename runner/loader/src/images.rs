@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub use super::image_spec::{IMAGENET_MEAN, IMAGENET_STD, ImageSpec};
+use super::image_spec::ImageSpec;
 use super::jpeg::Turbo;
 use super::pipeline::{self, Failed};
 use super::rng::Rng;

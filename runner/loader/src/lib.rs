@@ -1,29 +1,38 @@
 //! The native data loader: a sampler, batches built by workers (none, threads
 //! or processes), prefetch, persistent workers, in-order delivery, and
 //! SPDL-style self-measurement. It works on typed host buffers ([`Batch`])
-//! and knows no device: no libtorch, tch or wgpu. The engines turn batches
-//! into tensors or buffers at their edge.
+//! and knows no device: no libtorch, tch or wgpu. The back ends turn
+//! batches into tensors or buffers at their edge.
+//!
+//! Its face is the root: what other crates use is re-exported here and
+//! every module is private, except two namespaces whose names mean
+//! something only under them:
+//! - `idx`: FashionMNIST's IDX files (`idx::read_pair`, `idx::IMAGES_FILE`),
+//!   which the libtorch back end reads as tensors and the peers by name;
+//! - `pipeline`: the image pipeline's stages and the independent
+//!   `pipeline::reference` it is compared with, stage by stage, in
+//!   `tests/pipeline.rs`.
 
-pub mod bare;
+mod bare;
 mod batch;
-mod engine;
-pub mod generate;
+mod generate;
 pub mod idx;
 mod image_spec;
-pub mod images;
-pub mod jpeg;
+mod images;
+mod jpeg;
 mod os;
 pub mod pipeline;
-pub mod pool;
+mod pool;
 mod process;
-pub mod rng;
+mod rng;
 mod sample;
 mod sampler;
+mod schedule;
 mod shm;
 mod source;
-pub mod stats;
+mod stats;
 mod threads;
-pub mod trace;
+mod trace;
 mod worker;
 mod worker_kind;
 mod worker_pool;
@@ -32,19 +41,21 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use batch::{Batch, OnBadSample, Task, full_batch_bytes};
-pub use engine::{Loader, LoaderEpoch};
-pub use image_spec::{ImageSpec, JpegDecoder};
+pub use bare::{BarePass, bare_pass};
+pub use batch::{Batch, OnBadSample, full_batch_bytes};
+pub use generate::{GenerateError, ImageSetSpec, default_cache_root, ensure_image_set};
+pub use image_spec::{IMAGENET_MEAN, IMAGENET_STD, ImageSpec, JpegDecoder};
+pub use images::ImageDirSource;
 pub use os::{WorkerOs, WorkerRegistry, WorkerUsage, current_tid, thread_usage};
 pub use pool::{BufferPool, Pooled};
-pub use process::{
-    PARENT_ENV, WORKER_PROGRAM, WORKER_PROGRAM_ENV, beside_running_program, worker_program,
-};
+pub use process::{PARENT_ENV, beside_running_program, worker_program};
+pub use rng::{Rng, tensor_data};
 pub use sample::{SampleError, Source, SourceOpenError};
 pub use sampler::{Sampler, Shard, epoch_batches, shard_batches};
+pub use schedule::{Loader, LoaderEpoch};
 pub use shm::SEGMENT_PREFIX;
 pub use source::{Fault, SourceSpec, open_source};
-pub use stats::StageTotal;
+pub use stats::{Stage, StageTimes, StageTotal};
 pub use worker::worker_main;
 pub use worker_kind::WorkerKind;
 

@@ -4,6 +4,9 @@
 //! normalised planar f32 written straight into the batch. Also the
 //! reference pipeline (full decode, whole-image resize with the `image`
 //! crate, crop, per-pixel arithmetic) the tests compare it with.
+//!
+//! A public namespace of the loader (its stages are what `tests/pipeline.rs`
+//! holds to the reference), with the libjpeg-turbo handle it decodes with.
 
 use std::cell::RefCell;
 
@@ -13,6 +16,7 @@ use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer
 pub use super::image_spec::JpegDecoder;
 use super::image_spec::{IMAGENET_MEAN, IMAGENET_STD, ImageSpec};
 use super::jpeg;
+pub use super::jpeg::{Turbo, turbo};
 use super::rng::Rng;
 
 /// The decoder a spec gets on this machine, or why the one asked for is

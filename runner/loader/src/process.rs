@@ -428,7 +428,7 @@ impl Pool for ProcessPool {
         let slot = self.workers[w]
             .free_slots
             .pop()
-            .expect("the engine never has more than prefetch batches out per worker");
+            .expect("the schedule never has more than prefetch batches out per worker");
         if self.send_line(w, &Assign { task, slot }).is_err() {
             // The pipe broke: the worker is gone. Batches it finished before
             // are still in its stdout, ahead of the pipe's end, so they are

@@ -53,10 +53,11 @@ impl Rng {
     }
 }
 
-/// seeds/000's data, the one generator every engine uses: `samples ×
-/// features` float32 from N(0, 1) (Box–Muller over SplitMix64), then labels
-/// in `0..classes`, all drawn from `seed`. The same seed gives the same bytes
-/// in the loop, in thread and process workers, on libtorch and on wgpu.
+/// seeds/000's data, the one generator every back end and engine uses:
+/// `samples × features` float32 from N(0, 1) (Box–Muller over SplitMix64),
+/// then labels in `0..classes`, all drawn from `seed`. The same seed gives
+/// the same bytes in the loop, in thread and process workers, on libtorch and
+/// on wgpu.
 pub fn tensor_data(
     samples: usize,
     features: usize,

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::images::{ImageDirSource, ImageSpec};
+use super::image_spec::ImageSpec;
+use super::images::ImageDirSource;
 use super::rng::Rng;
 use super::sample::{SampleError, Source, SourceOpenError};
 use super::stats::{Stage, StageTimes};

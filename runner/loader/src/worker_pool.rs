@@ -1,7 +1,7 @@
 //! The face a set of running workers (threads or processes) shows the
-//! consumer: [`Pool`] takes tasks and reports [`Event`]s. The engine drives
-//! it; `threads` and `process` implement it, so neither depends on the
-//! engine.
+//! consumer: [`Pool`] takes tasks and reports [`Event`]s. The schedule
+//! (`schedule.rs`) drives it; `threads` and `process` implement it, so
+//! neither depends on the schedule.
 
 use super::LoaderError;
 use super::batch::{Batch, Task};

@@ -6,10 +6,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use stallscope_loader::generate::{ImageSetSpec, ensure_image_set};
 use stallscope_loader::{
-    Batch, Fault, ImageSpec, Loader, LoaderConfig, LoaderError, OnBadSample, SEGMENT_PREFIX,
-    Sampler, SourceSpec, WorkerKind,
+    Batch, Fault, ImageSetSpec, ImageSpec, Loader, LoaderConfig, LoaderError, OnBadSample,
+    SEGMENT_PREFIX, Sampler, SourceSpec, WorkerKind, ensure_image_set,
 };
 
 /// Process-kind tests count this process's children: run them one at a time.

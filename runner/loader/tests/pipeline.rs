@@ -22,12 +22,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use image::codecs::jpeg::JpegEncoder;
-use stallscope_loader::images::{IMAGENET_MEAN, IMAGENET_STD, ImageDirSource};
-use stallscope_loader::jpeg::{self, Turbo};
-use stallscope_loader::pipeline::{self, geometry};
-use stallscope_loader::rng::Rng;
-use stallscope_loader::stats::{Stage, StageTimes};
-use stallscope_loader::{ImageSpec, JpegDecoder, SampleError, Source};
+use stallscope_loader::{
+    IMAGENET_MEAN, IMAGENET_STD, ImageDirSource, ImageSpec, JpegDecoder, Rng, SampleError, Source,
+    Stage, StageTimes,
+    pipeline::{self, Turbo, geometry},
+};
 
 /// Mean and 99th-percentile absolute difference, in 8-bit levels.
 #[derive(Debug, Clone, Copy)]
@@ -135,7 +134,7 @@ fn decoders() -> Vec<Decode> {
 /// when `STALLSCOPE_REQUIRE_TURBOJPEG=1`.
 fn turbo() -> Option<&'static Turbo> {
     static SKIP: Once = Once::new();
-    match jpeg::turbo() {
+    match pipeline::turbo() {
         Ok(t) => Some(t),
         Err(why) => {
             if std::env::var("STALLSCOPE_REQUIRE_TURBOJPEG").as_deref() == Ok("1") {

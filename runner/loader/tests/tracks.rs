@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use stallscope_bundle::WorkerTracks;
-use stallscope_loader::generate::{ImageSetSpec, ensure_image_set};
-use stallscope_loader::{ImageSpec, Loader, LoaderConfig, SourceSpec, WorkerKind};
+use stallscope_loader::{
+    ImageSetSpec, ImageSpec, Loader, LoaderConfig, SourceSpec, WorkerKind, ensure_image_set,
+};
 
 fn config(kind: WorkerKind) -> LoaderConfig {
     LoaderConfig {

@@ -6,7 +6,7 @@
 use std::process::ExitStatus;
 
 use stallscope_bundle::{Failure, Run};
-use stallscope_core::driver::UnitError;
+use stallscope_core::UnitError;
 
 use stallscope_python::{Process, describe_status};
 

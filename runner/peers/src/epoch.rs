@@ -3,7 +3,7 @@
 
 use stallscope_bundle::analysis::diagnostic_from_series;
 use stallscope_bundle::{Memory, Phase, Run, StepSeries, TimingMode, WholeRun};
-use stallscope_core::cost::tree::{TreeSnapshot, tree_cost};
+use stallscope_core::cost::{TreeSnapshot, tree_cost};
 
 use crate::protocol::{EpochLine, mode};
 

@@ -14,7 +14,7 @@
 mod ending;
 mod engines;
 mod epoch;
-pub mod protocol;
+mod protocol;
 mod ranks;
 mod reading;
 mod run;
@@ -26,12 +26,10 @@ use std::path::Path;
 use serde_json::json;
 
 use stallscope_bundle::Run;
-use stallscope_core::driver::UnitError;
-use stallscope_core::model_spec::ModelSpec;
-use stallscope_core::suite::PythonModel;
+use stallscope_core::{ModelSpec, UnitError, suite::PythonModel};
 
 pub use engines::available;
-pub use protocol::{Hello, LoaderRequest, Request};
+pub use protocol::{DistRequest, Hello, LoaderRequest, PROTOCOL, Request};
 pub use unit::PeerUnit;
 
 /// Run one unit in a fresh harness process.

@@ -150,18 +150,24 @@ pub struct ErrorLine {
     pub stage: String,
     pub message: String,
     /// The engine's package is not installed: which, and the command that
-    /// installs it.
+    /// installs it. Checked by the strict decode, not read yet: the runner
+    /// records the line's message as the failure (and its probe,
+    /// `engines.rs`, finds a missing package before a unit starts).
     #[serde(default)]
+    #[allow(dead_code, reason = "checked by the strict decode, not read yet")]
     pub missing: Option<MissingPackage>,
     /// The request asks for what this engine cannot do (the configuration
-    /// is not applicable, with the message as the reason).
+    /// is not applicable, with the message as the reason). Checked by the
+    /// strict decode, not read yet: the runner records the message.
     #[serde(default)]
+    #[allow(dead_code, reason = "checked by the strict decode, not read yet")]
     pub not_applicable: Option<bool>,
 }
 
 /// An engine's package the harness's Python lacks.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code, reason = "checked by the strict decode, not read yet")]
 pub struct MissingPackage {
     pub package: String,
     pub version: String,

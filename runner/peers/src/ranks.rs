@@ -9,8 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use stallscope_bundle::Failure;
-use stallscope_core::driver::UnitError;
-use stallscope_core::ranks;
+use stallscope_core::{UnitError, ranks};
 
 use stallscope_python::Process;
 

@@ -8,8 +8,7 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 use stallscope_bundle::{Failure, Run, TimingMode};
-use stallscope_core::cost::tree::TreeSnapshot;
-use stallscope_core::driver::UnitError;
+use stallscope_core::{UnitError, cost::TreeSnapshot};
 
 use stallscope_python::Process;
 

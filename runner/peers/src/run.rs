@@ -4,7 +4,7 @@
 //! Ctrl-C or on a line the protocol does not allow (`ending`).
 
 use stallscope_bundle::Run;
-use stallscope_core::driver::UnitError;
+use stallscope_core::UnitError;
 use stallscope_python::{Output, Process, Spawn};
 
 use crate::unit::PeerUnit;

@@ -1,11 +1,10 @@
-//! One unit of a peer configuration, as the torch engine's loader sweep
+//! One unit of a peer configuration, as the libtorch back end's loader sweep
 //! hands it over: the engine, the request, and what the runner expects back.
 
 use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
 
-use stallscope_core::driver::Progress;
-use stallscope_core::suite::EngineName;
+use stallscope_core::{Progress, suite::EngineName};
 
 use crate::protocol::{Hello, Request};
 

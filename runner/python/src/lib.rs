@@ -6,7 +6,7 @@
 //! themselves: `cargo xtask structure` fails on a `Command::new` outside
 //! this crate.
 //!
-//! - [`find`]: which Python (`--python`, `$STALLSCOPE_PYTHON`, the cached
+//! - `find`: which Python (`--python`, `$STALLSCOPE_PYTHON`, the cached
 //!   peers environment), probed once for torch, SPDL, DALI and torchdata;
 //! - [`packages_dir`]: the embedded `python/stallscope_*` packages, written
 //!   once into the cache;
@@ -15,7 +15,7 @@
 //!   ([`kill_all_groups`]); its output passed through or read line by line;
 //!   waited for with a timeout and the stop flag; ended as a group (SIGTERM,
 //!   then SIGKILL); how it ended as an [`Ending`];
-//! - [`json_lines`]: the one reader of JSON-lines records, from a pipe or a
+//! - `json_lines`: the one reader of JSON-lines records, from a pipe or a
 //!   file, every bad line named with its source and line number;
 //! - [`torch_lib_dirs`]: where the Pythons here keep torch's `lib/`.
 
@@ -28,7 +28,7 @@ mod stderr;
 mod torch_lib;
 
 pub use embed::packages_dir;
-pub use find::{INSTALL, PythonEnv, VENV, cache_root, cached_python, env, set_python};
+pub use find::{PythonEnv, cached_python, env, set_python};
 pub use groups::kill_all_groups;
 pub use json_lines::{JsonLineError, parse_line, read_file};
 pub use process::{Ending, Output, Process, Spawn, describe_status};

@@ -1,6 +1,6 @@
 //! Where the Pythons of this machine keep torch's `lib/` (libtorch_cuda.so
 //! among it): asked of `python3` and of the GPU machines' `/opt/torch`
-//! environment, for the torch engine's search for CUDA.
+//! environment, for the libtorch back end's search for CUDA.
 
 use std::ffi::OsStr;
 use std::path::PathBuf;

@@ -12,8 +12,7 @@ use anyhow::{Context, bail};
 use serde_json::json;
 
 use stallscope_core::suite::{ExperimentSpec, load};
-use stallscope_loader::images::ImageDirSource;
-use stallscope_loader::{JpegDecoder, Source, SourceSpec, bare};
+use stallscope_loader::{BarePass, ImageDirSource, JpegDecoder, Source, SourceSpec, bare_pass};
 
 #[derive(Debug, clap::Args)]
 pub struct BareImagesArgs {
@@ -36,16 +35,15 @@ pub struct BareImagesArgs {
 
 pub fn run(args: &BareImagesArgs) -> anyhow::Result<ExitCode> {
     let plan = load(Some(&args.suite), None, false)?;
-    let seeds = stallscope_core::engine::seeds(&plan);
+    let seeds = stallscope_core::seeds(&plan);
     let mut chosen = None;
     for e in &plan.experiments {
         if args.experiment.as_ref().is_some_and(|id| *id != e.id) {
             continue;
         }
         if let ExperimentSpec::Loader(lp) = &e.spec {
-            let (spec, what) =
-                stallscope_torch::experiments::source_plan::source_spec(lp, seeds.data, None)
-                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let (spec, what) = stallscope_torch::source_spec(lp, seeds.data, None)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             if let Some(SourceSpec::Images(img)) = spec {
                 chosen = Some((e.id.clone(), img, what));
                 break;
@@ -77,20 +75,20 @@ pub fn run(args: &BareImagesArgs) -> anyhow::Result<ExitCode> {
         );
     }
     // One pass first, not reported: page cache, the decoder's library, buffers.
-    bare::pass(&source, seeds.shuffle, 0)?;
+    bare_pass(&source, seeds.shuffle, 0)?;
     let mut passes = Vec::new();
     for p in 0..args.passes.max(1) {
-        passes.push(bare::pass(&source, seeds.shuffle, u64::from(p % 2))?);
+        passes.push(bare_pass(&source, seeds.shuffle, u64::from(p % 2))?);
     }
-    let rates = |f: fn(&bare::Pass) -> f64| -> Vec<f64> { passes.iter().map(f).collect() };
+    let rates = |f: fn(&BarePass) -> f64| -> Vec<f64> { passes.iter().map(f).collect() };
     let out = json!({
         "experiment": id,
         "source": what,
         "pipeline": source.describe(),
         "images": source.files().len(),
         "passes": passes,
-        "untimed_images_per_s": rates(bare::Pass::untimed_images_per_s),
-        "timed_images_per_s": rates(bare::Pass::timed_images_per_s),
+        "untimed_images_per_s": rates(BarePass::untimed_images_per_s),
+        "timed_images_per_s": rates(BarePass::timed_images_per_s),
     });
     crate::outln!("{}", serde_json::to_string_pretty(&out)?);
     Ok(ExitCode::SUCCESS)

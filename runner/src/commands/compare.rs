@@ -11,7 +11,7 @@ use stallscope_bundle::analysis::{compare_bundles, compare_scaling};
 
 use super::output::OutputArgs;
 use crate::report;
-use stallscope_core::bundle_file;
+use stallscope_core::read_bundle_file;
 
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
@@ -36,7 +36,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
             args.threshold
         );
     }
-    let read = |p: &std::path::Path| match bundle_file::read(p) {
+    let read = |p: &std::path::Path| match read_bundle_file(p) {
         Ok(b) => Some(b),
         Err(e) => {
             for p in e.paragraphs() {

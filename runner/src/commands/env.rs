@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use stallscope_torch::device::{DeviceCtx, DeviceRequest};
-use stallscope_torch::environment as envinfo;
+use stallscope_torch::{DeviceCtx, DeviceRequest};
 
 #[derive(Debug, clap::Args)]
 pub struct EnvArgs {
@@ -24,8 +23,8 @@ pub fn run(args: &EnvArgs) -> anyhow::Result<ExitCode> {
     let request: DeviceRequest = args.device.parse()?;
     let ctx = DeviceCtx::open(request, args.libtorch.as_deref())?;
     // Show the settings as `run` records them.
-    envinfo::apply_run_settings()?;
-    let env = envinfo::environment(&ctx);
+    stallscope_torch::apply_run_settings()?;
+    let env = stallscope_torch::environment(&ctx);
     if args.json {
         crate::outln!("{}", serde_json::to_string_pretty(&env)?);
         return Ok(ExitCode::SUCCESS);

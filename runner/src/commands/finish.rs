@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use stallscope_bundle::Bundle;
-use stallscope_core::interrupt::EXIT_INTERRUPTED;
+use stallscope_core::EXIT_INTERRUPTED;
 
 use stallscope_bundle::analysis::job_closing;
 
@@ -51,10 +51,10 @@ pub(crate) fn exit_code(interrupted: bool, failures: usize) -> ExitCode {
 }
 
 /// First Ctrl-C (or SIGTERM, SIGHUP): stop after the current step and
-/// write a partial bundle (`stallscope_core::interrupt`). Second: SIGKILL
+/// write a partial bundle (`stallscope_core::STOP`). Second: SIGKILL
 /// the Python processes' groups (`stallscope_python::kill_all_groups`) and
 /// exit at once.
 pub(crate) fn install_ctrlc() -> anyhow::Result<()> {
-    stallscope_core::interrupt::install(stallscope_python::kill_all_groups)
+    stallscope_core::install_interrupt(stallscope_python::kill_all_groups)
         .map_err(anyhow::Error::msg)
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use stallscope_core::interrupt::STOP;
+use stallscope_core::STOP;
 use stallscope_job::{JobEvents, JobOptions};
 
 use super::finish::{exit_code, install_ctrlc, print_report};

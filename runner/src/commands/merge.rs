@@ -1,12 +1,13 @@
 //! `stallscope merge DIR`: every per-rank bundle (`*.rank-R.json`) of a
 //! folder into the one merged bundle, `DIR/bundle.merged.json` or `--out`
-//! (`stallscope_core::merged_file` reads, merges and writes it, sidecars
-//! first; on every core: 16,384 ranks in docs/ranks.md).
+//! (the core's `rank_files`, `read_rank_bundles` and `merge_into` find,
+//! read, merge and write it, sidecars first; on every core: 16,384 ranks in
+//! docs/ranks.md).
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use stallscope_bundle::RunState;
-use stallscope_core::merged_file::{MergedFileError, Written, merge_into, rank_files, read_all};
+use stallscope_core::{MergedFileError, MergedWritten, merge_into, rank_files, read_rank_bundles};
 
 #[derive(Debug, clap::Args)]
 pub struct MergeArgs {
@@ -26,7 +27,7 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitCode> {
             args.dir.display()
         );
     }
-    let bundles = read_all(&files)?;
+    let bundles = read_rank_bundles(&files)?;
     let ids: Vec<(String, PathBuf)> = bundles
         .iter()
         .zip(&files)
@@ -36,7 +37,7 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| args.dir.join("bundle.merged.json"));
-    let Written {
+    let MergedWritten {
         bundle: merged,
         sidecars,
         sidecar_bytes,

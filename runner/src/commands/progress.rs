@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use stallscope_bundle::TimingMode;
-use stallscope_core::driver::Progress;
+use stallscope_core::Progress;
 
 use crate::report::text;
 

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use super::finish::print_report;
 use super::output::OutputArgs;
-use stallscope_core::bundle_file;
+use stallscope_core::read_bundle_file;
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
@@ -20,7 +20,7 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    let bundle = match bundle_file::read(&args.bundle) {
+    let bundle = match read_bundle_file(&args.bundle) {
         Ok(b) => b,
         Err(e) => {
             for p in e.paragraphs() {

@@ -1,4 +1,4 @@
-//! `stallscope run`: load a suite, pick the engine (libtorch on `auto`,
+//! `stallscope run`: load a suite, pick the back end (libtorch on `auto`,
 //! `cpu` or `cuda[:N]`, or wgpu), run it with a progress bar through
 //! [`run_plan`], and print the report.
 
@@ -13,14 +13,9 @@ use stallscope_bundle::TimingMode;
 use super::finish::{exit_code, install_ctrlc, print_report};
 use super::output::OutputArgs;
 use crate::report::text;
-use stallscope_core::driver::Progress;
-use stallscope_core::engine::{self, Engine, Finished, RunOptions, run_plan};
-use stallscope_core::interrupt::STOP;
-use stallscope_core::suite;
-use stallscope_torch::device::{DeviceCtx, DeviceRequest};
-use stallscope_torch::environment as envinfo;
-use stallscope_torch::experiments::TorchEngine;
-use stallscope_wgpu::WgpuEngine;
+use stallscope_core::{Backend, Finished, Progress, RunOptions, STOP, run_plan, seeds, suite};
+use stallscope_torch::{DeviceCtx, DeviceRequest, TorchBackend};
+use stallscope_wgpu::WgpuBackend;
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -128,19 +123,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             layout,
             &plan.ranks,
             &STOP,
-            &stallscope_torch::shim::store::open_tcp_store,
+            &stallscope_torch::open_tcp_store,
         )
         .map_err(anyhow::Error::msg)?;
     }
     if let Some(p) = &args.python {
         stallscope_python::set_python(p.clone());
     }
-    // The engine: wgpu, or libtorch on the device asked for.
+    // The back end: wgpu, or libtorch on the device asked for.
     let wgpu;
     let device;
     let torch;
-    let engine: &dyn Engine = if args.device == "wgpu" {
-        wgpu = WgpuEngine::new()?;
+    let backend: &dyn Backend = if args.device == "wgpu" {
+        wgpu = WgpuBackend::new()?;
         &wgpu
     } else {
         if let Some(n) = plan.torch_threads {
@@ -159,11 +154,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             _ => DeviceCtx::open(request, args.libtorch.as_deref())?,
         };
         // FP32 with TF32 off, set explicitly and recorded.
-        envinfo::apply_run_settings().context("turning TF32 off")?;
-        torch = TorchEngine {
+        stallscope_torch::apply_run_settings().context("turning TF32 off")?;
+        torch = TorchBackend {
             device: &device,
             data_dir: args.data_dir.as_deref(),
-            seeds: engine::seeds(&plan),
+            seeds: seeds(&plan),
         };
         &torch
     };
@@ -181,7 +176,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         progress: &progress,
         inject_panic: std::env::var("STALLSCOPE_INJECT_PANIC").ok(),
     };
-    let finished = run_plan(&plan, engine, &options);
+    let finished = run_plan(&plan, backend, &options);
     bar.finish_and_clear();
     stallscope_core::ranks::finish();
     let Finished {

@@ -15,7 +15,7 @@ use anyhow::Context;
 use serde_json::{Value, json};
 use stallscope_bundle::{Bundle, StepSeries, WorkerTracks};
 
-use stallscope_core::bundle_file;
+use stallscope_core::read_bundle_file;
 
 #[derive(Debug, clap::Args)]
 pub struct TraceArgs {
@@ -34,7 +34,7 @@ const STAGES: [&str; 3] = ["next_wait", "transfer", "compute"];
 
 pub fn run(args: &TraceArgs) -> anyhow::Result<ExitCode> {
     let bundle =
-        bundle_file::read(&args.bundle).map_err(|e| anyhow::anyhow!(e.paragraphs().join("\n")))?;
+        read_bundle_file(&args.bundle).map_err(|e| anyhow::anyhow!(e.paragraphs().join("\n")))?;
     let trace = build_trace(&bundle, &args.run)?;
     let text = serde_json::to_string(&trace)?;
     std::fs::write(&args.out, text).with_context(|| format!("writing {}", args.out.display()))?;

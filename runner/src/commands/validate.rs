@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use stallscope_core::bundle_file;
+use stallscope_core::read_bundle_file;
 
 #[derive(Debug, clap::Args)]
 pub struct ValidateArgs {
@@ -20,7 +20,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let mut bad = 0usize;
     let mut report = Vec::new();
     for path in &args.bundles {
-        match bundle_file::read(path) {
+        match read_bundle_file(path) {
             Ok(b) => {
                 let configs: usize = b.experiments.iter().map(|e| e.configurations.len()).sum();
                 let runs: usize = b

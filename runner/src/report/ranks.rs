@@ -1,11 +1,11 @@
 //! The per-rank section of a merged bundle's report (the job's figures,
 //! then each rank's) and the cost table of an experiment, within 100
-//! columns; every figure is shared's (`analysis::job_summary`,
+//! columns; every figure is shared's (`analysis::pooled_summary`,
 //! `analysis::rank_analysis_in`, `analysis::cost_columns`).
 
 use stallscope_bundle::analysis::{
     Quantity, RankAnalysis, TableOptions, Unit, comparison_table, cost_columns, group_thousands,
-    job_summary, preferred_phase, rank_analysis_in, show_percent, show_ratio,
+    pooled_summary, preferred_phase, rank_analysis_in, show_percent, show_ratio,
 };
 use stallscope_bundle::{Bundle, Configuration, Experiment, Phase, TimingMode};
 
@@ -66,7 +66,7 @@ pub fn render_ranks(b: &Bundle, e: &Experiment) -> String {
 /// figures the experiment's table shows for a merged configuration, said
 /// to be the job's, with the rank that finished last.
 pub fn render_job(c: &Configuration, phase: Phase) -> String {
-    let Some(j) = job_summary(c, phase) else {
+    let Some(j) = pooled_summary(c, phase) else {
         return String::new();
     };
     let rate = j.samples_per_s.map(|s| {
@@ -98,7 +98,7 @@ pub fn render_job(c: &Configuration, phase: Phase) -> String {
 
 /// The job figures of a configuration as JSON (`null` for one process).
 pub fn job_json(c: &Configuration, phase: Phase) -> serde_json::Value {
-    let Some(j) = job_summary(c, phase) else {
+    let Some(j) = pooled_summary(c, phase) else {
         return serde_json::Value::Null;
     };
     let summary = |s: Option<stallscope_bundle::analysis::Summary>| {

@@ -25,7 +25,7 @@ fn fixture_bundles() -> Vec<(String, Bundle)> {
             .collect();
         paths.sort();
         for p in paths {
-            let b = stallscope_core::bundle_file::read(&p).unwrap_or_else(|e| panic!("{e}"));
+            let b = stallscope_core::read_bundle_file(&p).unwrap_or_else(|e| panic!("{e}"));
             out.push((
                 format!("{dir}/{}", p.file_name().unwrap().to_string_lossy()),
                 b,
@@ -40,7 +40,7 @@ fn fixture_bundles() -> Vec<(String, Bundle)> {
 }
 
 fn fixture(rel: &str) -> Bundle {
-    stallscope_core::bundle_file::read(&fixtures().join(rel)).unwrap()
+    stallscope_core::read_bundle_file(&fixtures().join(rel)).unwrap()
 }
 
 /// Lines longer than [`WIDTH`] characters, with their numbers.

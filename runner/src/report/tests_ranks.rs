@@ -9,7 +9,7 @@ use stallscope_bundle::*;
 use super::text::{WIDTH, width};
 use super::*;
 
-use stallscope_loader::rng::Rng;
+use stallscope_loader::Rng;
 
 /// Uniform in `lo..hi`.
 fn range(g: &mut Rng, lo: u64, hi: u64) -> u64 {
@@ -105,7 +105,7 @@ fn configuration(
 }
 
 fn merged(world: u32, configs: Vec<Configuration>) -> Bundle {
-    let mut b: Bundle = stallscope_core::bundle_file::read(
+    let mut b: Bundle = stallscope_core::read_bundle_file(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../fixtures/measured/cpu-quickstart-quick.json"),
     )
@@ -196,7 +196,7 @@ fn a_merged_bundle_shows_its_ranks_straggler_and_cost_within_100_columns() {
 
 #[test]
 fn a_bundle_without_ranks_or_costs_shows_neither() {
-    let b: Bundle = stallscope_core::bundle_file::read(
+    let b: Bundle = stallscope_core::read_bundle_file(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../fixtures/measured/cpu-quickstart-quick.json"),
     )

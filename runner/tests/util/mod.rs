@@ -91,12 +91,12 @@ pub fn write_suite(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
-pub fn pick<'a, T>(rng: &mut stallscope_loader::rng::Rng, items: &'a [T]) -> &'a T {
+pub fn pick<'a, T>(rng: &mut stallscope_loader::Rng, items: &'a [T]) -> &'a T {
     &items[rng.below(items.len() as u64) as usize]
 }
 
 /// A non-empty subset of `items`, in their order, as a TOML array.
-pub fn subset<T: std::fmt::Display>(rng: &mut stallscope_loader::rng::Rng, items: &[T]) -> String {
+pub fn subset<T: std::fmt::Display>(rng: &mut stallscope_loader::Rng, items: &[T]) -> String {
     let mut chosen: Vec<String> = Vec::new();
     while chosen.is_empty() {
         chosen = items

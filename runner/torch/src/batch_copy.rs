@@ -3,7 +3,7 @@
 //! ([`CopyMode`]), the copy itself and the batch's counts for the loop. A
 //! leaf, so neither path depends on the other for it.
 
-use stallscope_core::measure::{LoopError, Taken};
+use stallscope_core::{LoopError, Taken};
 use tch::{Kind, Tensor};
 
 use crate::device::DeviceCtx;

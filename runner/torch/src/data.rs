@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::feed::{Dataset, FeedError, HostBatch, TensorDataset};
 
-pub use stallscope_loader::idx::{IMAGES_FILE, IdxError, LABELS_FILE, parse_idx_u8};
+use stallscope_loader::idx::IdxError;
 
 /// FashionMNIST images (`N × 1 × 28 × 28` uint8) and labels, collated to
 /// float32 in `[0, 1]` per batch (as `ToTensor` does).
@@ -75,11 +75,11 @@ impl Dataset for FashionMnist {
 }
 
 /// seeds/000's data as a libtorch dataset: the loader crate's one generator
-/// ([`stallscope_loader::rng::tensor_data`]), so every engine and worker
+/// ([`stallscope_loader::tensor_data`]), so every back end, engine and worker
 /// kind sees the same bytes for the same seed.
 pub fn tensor_data(samples: usize, features: usize, classes: u64, seed: u64) -> TensorDataset {
     let (inputs, labels) =
-        stallscope_loader::rng::tensor_data(samples, features, classes as usize, seed);
+        stallscope_loader::tensor_data(samples, features, classes as usize, seed);
     TensorDataset {
         inputs,
         labels,

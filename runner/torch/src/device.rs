@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use stallscope_bundle::{DeviceInfo, DeviceKind, Memory};
 use tch::Device;
 
-use stallscope_core::cost::GpuTarget;
-use stallscope_core::cost::nvml;
+use stallscope_core::{
+    cost::GpuTarget,
+    cost::{DeviceCounters, install_device_counters},
+};
 
 use crate::shim;
 
@@ -17,7 +19,7 @@ use crate::shim;
 /// for the timeline's sampler (neither synchronises).
 struct AllocatorCounters;
 
-impl nvml::DeviceCounters for AllocatorCounters {
+impl DeviceCounters for AllocatorCounters {
     fn allocator(&self, cuda: u32) -> Option<(u64, u64)> {
         shim::cuda_memory_stats(cuda)
             .ok()
@@ -134,7 +136,7 @@ impl DeviceCtx {
         if i64::from(index) >= count {
             return Err(DeviceError::NoSuchDevice { index, count });
         }
-        nvml::install_device_counters(Box::new(AllocatorCounters));
+        install_device_counters(Box::new(AllocatorCounters));
         Ok(DeviceCtx {
             device: Device::Cuda(index as usize),
             cuda_dir: Some(dir),
@@ -180,7 +182,7 @@ impl DeviceCtx {
     /// kernel allows it) before a measurement outside the one loop.
     pub fn reset_peaks(&self) {
         self.reset_device_peaks();
-        stallscope_core::host::reset_peak_rss();
+        stallscope_core::reset_peak_rss();
     }
 
     /// Reset the device's peak counters (CUDA's allocator; nothing on the
@@ -202,7 +204,7 @@ impl DeviceCtx {
     /// and the device's used/total.
     pub fn memory(&self) -> Memory {
         let mut m = Memory {
-            host_peak_rss_bytes: stallscope_core::host::peak_rss_bytes(),
+            host_peak_rss_bytes: stallscope_core::peak_rss_bytes(),
             ..Memory::default()
         };
         self.device_memory(&mut m);
@@ -233,10 +235,10 @@ impl DeviceCtx {
     pub fn info(&self) -> DeviceInfo {
         match self.cuda_index() {
             None => DeviceInfo {
-                memory_total_bytes: stallscope_core::envinfo::host_memory_bytes(),
+                memory_total_bytes: stallscope_core::host_memory_bytes(),
                 ..DeviceInfo::new(
                     DeviceKind::Cpu,
-                    stallscope_core::envinfo::cpu_model().unwrap_or_else(|| "CPU".into()),
+                    stallscope_core::cpu_model().unwrap_or_else(|| "CPU".into()),
                 )
             },
             Some(i) => {

@@ -1,9 +1,9 @@
-//! What the libtorch engine records about its environment: the host and
+//! What the libtorch back end records about its environment: the host and
 //! runner (from the core's `envinfo`), the device, libtorch and its thread
 //! counts, and the precision settings every run uses, set explicitly.
 
 use stallscope_bundle::{Environment, LibtorchInfo, PrecisionInfo, ThreadInfo};
-use stallscope_core::envinfo::{host, runner};
+use stallscope_core::{host_info, runner_info};
 
 use crate::device::DeviceCtx;
 use crate::shim;
@@ -21,10 +21,10 @@ pub fn apply_run_settings() -> Result<(), shim::ShimError> {
 pub fn environment(ctx: &DeviceCtx) -> Environment {
     let tf32 = shim::tf32().ok();
     Environment {
-        runner: Some(runner()),
+        runner: Some(runner_info()),
         command_line: std::env::args().collect(),
         suite: None,
-        host: Some(host()),
+        host: Some(host_info()),
         device: Some(ctx.info()),
         libtorch: Some(LibtorchInfo {
             version: shim::torch_version(),

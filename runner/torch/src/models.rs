@@ -5,7 +5,7 @@
 use tch::nn::{self, Module, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
 
-pub use stallscope_core::model_spec::{ModelSpec, OptimizerSpec};
+pub use stallscope_core::{ModelSpec, OptimizerSpec};
 
 /// A model on a device with its optimizer: what one configuration trains.
 pub struct Trainer {
@@ -109,7 +109,7 @@ fn build(p: &nn::Path, spec: ModelSpec) -> Box<dyn Module> {
 }
 
 /// libtorch's generator is one per process: seeding it and drawing from it
-/// hold this lock, so two threads (tests, engines) never interleave draws and
+/// hold this lock, so two threads (tests, back ends) never interleave draws and
 /// the same seed always gives the same values.
 static GLOBAL_RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
 

@@ -5,12 +5,12 @@
 //! sync), and its tensors are recorded on the compute stream so the caching
 //! allocator does not reuse their memory while that stream still reads them.
 //!
-//! These are the parts of the libtorch step the one loop (`stallscope_core::measure`)
-//! times. In whole-run epochs the copy is fused with taking the batch: the
-//! next batch is taken and its copy queued before this one's step, so the
-//! copy overlaps compute. In diagnostic epochs the copy is timed alone
-//! (the side stream synchronized), so the overlap shows in whole-run runs
-//! only.
+//! These are the parts of the libtorch step the one loop
+//! (`stallscope_core::run_epoch`) times. In whole-run epochs the copy is
+//! fused with taking the batch: the next batch is taken and its copy queued
+//! before this one's step, so the copy overlaps compute. In diagnostic epochs
+//! the copy is timed alone (the side stream synchronized), so the overlap
+//! shows in whole-run runs only.
 
 use tch::{Device, Tensor};
 
@@ -19,7 +19,7 @@ use crate::device::DeviceCtx;
 use crate::feed::{EpochIter, HostBatch};
 use crate::models::Trainer;
 use crate::shim::{SideStream, record_on_current_stream};
-use stallscope_core::measure::{EpochSteps, LoopError, Taken};
+use stallscope_core::{EpochSteps, LoopError, Taken};
 
 fn side_stream(ctx: &DeviceCtx) -> Result<SideStream, LoopError> {
     let Device::Cuda(n) = ctx.device else {

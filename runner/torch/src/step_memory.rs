@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use stallscope_bundle::Timeline;
 
-use stallscope_core::cost::GpuTarget;
-use stallscope_core::cost::sampler::{Sampler, SamplerSpec};
+use stallscope_core::{
+    cost::GpuTarget,
+    cost::{Sampler, SamplerSpec},
+};
 
 /// The interval over a step.
 pub const STEP_INTERVAL: Duration = Duration::from_millis(1);

@@ -1,8 +1,9 @@
-//! The libtorch engine's step, in the parts the one loop (`stallscope_core::measure`)
-//! times: the next batch from a [`Feed`], its copy to the device, the model's
-//! train step, and a device synchronisation. With `prefetch_to_device` the
-//! copy runs on a side stream (`crate::prefetch`). The loop itself (clocks,
-//! modes, memory, ranks, cost) is not here.
+//! The libtorch back end's step, in the parts the one loop
+//! (`stallscope_core::run_epoch`) times: the next batch from a [`Feed`], its
+//! copy to the device, the model's train step, and a device synchronisation.
+//! With `prefetch_to_device` the copy runs on a side stream
+//! (`crate::prefetch`). The loop itself (clocks, modes, memory, ranks, cost)
+//! is not here.
 
 use stallscope_bundle::{LoaderStats, Memory, TimingMode, WorkerTracks};
 use stallscope_loader::WorkerRegistry;
@@ -12,9 +13,8 @@ pub use crate::batch_copy::{CopyMode, taken, to_device};
 use crate::device::DeviceCtx;
 use crate::feed::{EpochIter, Feed, HostBatch};
 use crate::models::Trainer;
-use stallscope_core::cost::GpuTarget;
-pub use stallscope_core::measure::{EpochSlot, LoopError};
-use stallscope_core::measure::{EpochSteps, Stages, Steps, Taken};
+pub use stallscope_core::{EpochSlot, LoopError};
+use stallscope_core::{EpochSteps, Stages, Steps, Taken, cost::GpuTarget};
 
 /// One warm-up step on a synthetic batch of the measured shape (seeds/003),
 /// outside any timed region, so kernel selection and allocation are not
@@ -27,8 +27,8 @@ pub fn warm_up(trainer: &mut Trainer, ctx: &DeviceCtx, batch_size: i64) -> Resul
 }
 
 /// One training epoch of `trainer` on `feed` through the one loop
-/// (`stallscope_core::measure::run_epoch` over [`TorchSteps`]).
-pub fn run_epoch(
+/// (`stallscope_core::run_epoch` over [`TorchSteps`]).
+pub fn train_epoch(
     trainer: &mut Trainer,
     feed: &mut dyn Feed,
     ctx: &DeviceCtx,
@@ -42,10 +42,10 @@ pub fn run_epoch(
         ctx,
         copy,
     };
-    stallscope_core::measure::run_epoch(&mut steps, &slot, stop)
+    stallscope_core::run_epoch(&mut steps, &slot, stop)
 }
 
-/// The libtorch engine's side of the loop: a model trained on a feed's
+/// The libtorch back end's side of the loop: a model trained on a feed's
 /// batches, or (`trainer` absent: `model = "none"`) the feed alone.
 pub struct TorchSteps<'a> {
     pub trainer: Option<&'a mut Trainer>,
@@ -168,10 +168,9 @@ impl EpochSteps for TorchEpoch<'_> {
     }
 }
 
-pub use stallscope_bundle::analysis::{diagnostic_from_series, stage_stat};
-
 #[cfg(test)]
 mod tests {
+    use stallscope_bundle::analysis::stage_stat;
     use std::sync::atomic::AtomicBool;
 
     use stallscope_bundle::Phase;
@@ -179,7 +178,7 @@ mod tests {
     use super::*;
     use crate::data::tensor_data;
     use crate::feed::{InLoopConfig, InLoopLoader, Order};
-    use stallscope_core::model_spec::ModelSpec;
+    use stallscope_core::ModelSpec;
 
     fn setup() -> (Trainer, InLoopLoader<crate::feed::TensorDataset>, DeviceCtx) {
         let spec = ModelSpec::Linear {
@@ -211,7 +210,7 @@ mod tests {
             repeat: 0,
             epoch: 0,
         };
-        let w = run_epoch(&mut t, &mut f, &ctx, CopyMode::default(), slot, &stop).unwrap();
+        let w = train_epoch(&mut t, &mut f, &ctx, CopyMode::default(), slot, &stop).unwrap();
         let wr = w.whole_run.as_ref().unwrap();
         assert!(w.diagnostic.is_none() && w.steps.is_none());
         assert_eq!(wr.samples, Some(512));
@@ -224,7 +223,7 @@ mod tests {
             repeat: 0,
             epoch: 1,
         };
-        let d = run_epoch(&mut t, &mut f, &ctx, CopyMode::default(), slot, &stop).unwrap();
+        let d = train_epoch(&mut t, &mut f, &ctx, CopyMode::default(), slot, &stop).unwrap();
         assert!(d.whole_run.is_none());
         assert_eq!(d.phase, Phase::Steady);
         let diag = d.diagnostic.unwrap();
@@ -249,7 +248,7 @@ mod tests {
             repeat: 0,
             epoch: 0,
         };
-        let e = run_epoch(&mut t, &mut f, &ctx, CopyMode::default(), slot, &stop).unwrap_err();
+        let e = train_epoch(&mut t, &mut f, &ctx, CopyMode::default(), slot, &stop).unwrap_err();
         assert!(matches!(e, LoopError::Interrupted));
     }
 

@@ -7,22 +7,22 @@
 //! A wgpu queue submission returns before the device has finished, exactly
 //! like a CUDA launch, so the methodology's rules apply unchanged.
 
-mod engine;
+mod backend;
 mod linear;
 mod loader;
-pub mod steps;
+mod steps;
 mod trainer;
 mod transfer;
 
-pub use engine::WgpuEngine;
-pub use linear::{LinearPlan, WgpuLinear, generate_data};
+pub use backend::WgpuBackend;
+pub use linear::generate_data;
+pub use steps::{Batches, HostBatch, WgpuSteps};
 pub use trainer::LinearTrainer;
-pub use transfer::{TransferPlan, WgpuTransfer};
 
 use stallscope_bundle::{DeviceInfo, DeviceKind, WgpuInfo};
 
 /// The wgpu major version this runner is built against (recorded in bundles).
-pub const WGPU_VERSION: &str = "30";
+const WGPU_VERSION: &str = "30";
 
 /// Why the wgpu device could not be used.
 #[derive(Debug, thiserror::Error)]

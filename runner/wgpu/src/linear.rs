@@ -1,7 +1,7 @@
 //! The seeds/000 linear classifier (Linear features→classes, softmax
-//! cross-entropy, SGD 0.01) trained on a wgpu device as two WGSL passes,
-//! one epoch per bundle run, through the one loop (`stallscope_core::measure`): the
-//! host-side gather of each batch is its next-wait, `Queue::write_buffer`
+//! cross-entropy, SGD 0.01) trained on a wgpu device as two WGSL passes, one
+//! epoch per bundle run, through the one loop (`stallscope_core::run_epoch`):
+//! the host-side gather of each batch is its next-wait, `Queue::write_buffer`
 //! its copy, the two compute passes its compute.
 
 use stallscope_bundle::{Configuration, Experiment, ExperimentKind, ParamValue, Run, TimingMode};
@@ -9,8 +9,7 @@ use stallscope_bundle::{Configuration, Experiment, ExperimentKind, ParamValue, R
 use super::steps::{Batches, WgpuSteps, gather};
 use super::trainer::{LinearTrainer, initial_weights};
 use super::{WgpuCtx, WgpuError};
-use stallscope_core::driver::{Driven, UnitCtx, UnitError};
-use stallscope_core::measure::{EpochSlot, LoopError, run_epoch};
+use stallscope_core::{Driven, EpochSlot, LoopError, UnitCtx, UnitError, run_epoch};
 use stallscope_loader::{Sampler as Order, epoch_batches as epoch_indices};
 
 /// What to run.
@@ -33,15 +32,11 @@ pub struct LinearPlan {
 }
 
 /// The seeds/000 data: `samples × features` float32 from N(0, 1) and labels
-/// in `0..classes`, the same bytes the libtorch engine and the native loader
+/// in `0..classes`, the same bytes the libtorch back end and the native loader
 /// draw for the same seed (one generator, in the loader crate).
 pub fn generate_data(samples: u32, features: u32, classes: u32, seed: u64) -> (Vec<f32>, Vec<u32>) {
-    let (x, y) = stallscope_loader::rng::tensor_data(
-        samples as usize,
-        features as usize,
-        classes as usize,
-        seed,
-    );
+    let (x, y) =
+        stallscope_loader::tensor_data(samples as usize, features as usize, classes as usize, seed);
     (x, y.into_iter().map(|l| l as u32).collect())
 }
 
@@ -280,11 +275,8 @@ mod tests {
             plan,
         )
         .unwrap();
-        let (e, outcome) = stallscope_core::driver::drive_alone(&mut linear, 2);
-        assert_eq!(
-            outcome,
-            stallscope_core::driver::Outcome::Finished { failures: 0 }
-        );
+        let (e, outcome) = stallscope_core::drive_alone(&mut linear, 2);
+        assert_eq!(outcome, stallscope_core::Outcome::Finished { failures: 0 });
         assert_eq!(e.configurations.len(), 2);
         for c in &e.configurations {
             assert!(c.failure.is_none(), "{:?}", c.failure);

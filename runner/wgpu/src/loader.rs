@@ -10,12 +10,13 @@ use stallscope_loader::{Batch, Loader, LoaderError, SourceSpec};
 use super::steps::{Batches, HostBatch, WgpuSteps, loader_failure};
 use super::trainer::{LinearTrainer, MAX_CLASSES, initial_weights};
 use super::{WgpuCtx, WgpuError};
-use stallscope_core::driver::{Driven, UnitCtx, UnitError};
-use stallscope_core::grid::{Point, loader_config, points, swept_knobs};
-use stallscope_core::measure::{EpochSlot, run_epoch};
-use stallscope_core::model_spec::ModelSpec;
-use stallscope_core::suite::EngineName;
-use stallscope_core::suite::{DataPlan, ExperimentPlan, ExperimentSpec, LoaderPlan};
+use stallscope_core::{
+    Driven, EpochSlot, ModelSpec, UnitCtx, UnitError,
+    grid::{Point, loader_config, points, swept_knobs},
+    run_epoch,
+    suite::EngineName,
+    suite::{DataPlan, ExperimentPlan, ExperimentSpec, LoaderPlan},
+};
 
 /// Learning rate of the seeds/000 classifier (SGD 0.01).
 const LR: f32 = 0.01;
@@ -52,7 +53,7 @@ pub(crate) fn unsupported(lp: &LoaderPlan) -> Option<String> {
         {
             None
         }
-        _ => Some("the wgpu engine trains the seeds/000 linear classifier on tensor or synthetic sources; image sources need the image CNN on libtorch (run it with --device cpu or cuda)".into()),
+        _ => Some("the wgpu back end trains the seeds/000 linear classifier on tensor or synthetic sources; image sources need the image CNN on libtorch (run it with --device cpu or cuda)".into()),
     }
 }
 

@@ -1,15 +1,15 @@
-//! The wgpu engine's step in the parts the one loop (`stallscope_core::measure`)
-//! times: the next batch (from the native loader, from batches collated in
-//! host memory, gathered in the loop, or none when one batch stays resident
-//! on the device), its `Queue::write_buffer` copy, the WGSL step's submit,
-//! and a wait on the queue. The loop itself is not here.
+//! The wgpu back end's step in the parts the one loop
+//! (`stallscope_core::run_epoch`) times: the next batch (from the native
+//! loader, from batches collated in host memory, gathered in the loop, or
+//! none when one batch stays resident on the device), its
+//! `Queue::write_buffer` copy, the WGSL step's submit, and a wait on the
+//! queue. The loop itself is not here.
 
 use stallscope_bundle::{LoaderStats, TimingMode, WorkerTracks};
 use stallscope_loader::{Batch, Loader, LoaderEpoch, LoaderError, WorkerRegistry};
 
 use super::trainer::LinearTrainer;
-use stallscope_core::cost::GpuTarget;
-use stallscope_core::measure::{EpochSteps, LoopError, Steps, Taken};
+use stallscope_core::{EpochSteps, LoopError, Steps, Taken, cost::GpuTarget};
 
 /// A loader error as the bundle records it: a worker's failure names the
 /// worker and the sample.
@@ -49,7 +49,7 @@ pub enum Batches<'b> {
     },
 }
 
-/// The wgpu engine's side of the loop: the linear classifier's WGSL step
+/// The wgpu back end's side of the loop: the linear classifier's WGSL step
 /// on `batches`.
 pub struct WgpuSteps<'b, 'a> {
     pub trainer: &'b LinearTrainer<'a>,
@@ -124,7 +124,7 @@ impl Steps for WgpuSteps<'_, '_> {
     }
 
     fn gpu(&self) -> GpuTarget {
-        GpuTarget::None("the wgpu engine does not map its adapter to an NVML device".into())
+        GpuTarget::None("the wgpu back end does not map its adapter to an NVML device".into())
     }
 }
 

@@ -28,7 +28,7 @@ pub struct LinearTrainer<'a> {
 
 /// Deterministic uniform floats in [-1, 1) (initial weights only).
 fn uniform(seed: u64, n: usize) -> Vec<f32> {
-    let mut rng = stallscope_loader::rng::Rng::new(seed);
+    let mut rng = stallscope_loader::Rng::new(seed);
     (0..n).map(|_| rng.unit_f64() as f32 * 2.0 - 1.0).collect()
 }
 

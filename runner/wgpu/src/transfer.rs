@@ -1,14 +1,15 @@
 //! Host-to-device copies on wgpu (`Queue::write_buffer` into a device
-//! buffer), reported as bytes per second per size, each copy one step of
-//! the one loop (`stallscope_core::measure`): whole-run queues every copy and waits
-//! once; diagnostic waits after each.
+//! buffer), reported as bytes per second per size, each copy one step of the
+//! one loop (`stallscope_core::run_epoch`): whole-run queues every copy and
+//! waits once; diagnostic waits after each.
 
 use stallscope_bundle::{Configuration, Experiment, ExperimentKind, ParamValue, Run, TimingMode};
 
 use super::WgpuCtx;
-use stallscope_core::cost::GpuTarget;
-use stallscope_core::driver::{Driven, UnitCtx, UnitError};
-use stallscope_core::measure::{EpochSlot, EpochSteps, LoopError, Stages, Steps, Taken, run_epoch};
+use stallscope_core::{
+    Driven, EpochSlot, EpochSteps, LoopError, Stages, Steps, Taken, UnitCtx, UnitError,
+    cost::GpuTarget, run_epoch,
+};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -59,7 +60,7 @@ impl Steps for WriteSteps<'_> {
     }
 
     fn gpu(&self) -> GpuTarget {
-        GpuTarget::None("the wgpu engine does not map its adapter to an NVML device".into())
+        GpuTarget::None("the wgpu back end does not map its adapter to an NVML device".into())
     }
 }
 
@@ -224,11 +225,8 @@ mod tests {
             epochs: 2,
         };
         let mut t = WgpuTransfer::new(&ctx, "transfer_wgpu", "copies", plan);
-        let (e, outcome) = stallscope_core::driver::drive_alone(&mut t, 1);
-        assert_eq!(
-            outcome,
-            stallscope_core::driver::Outcome::Finished { failures: 0 }
-        );
+        let (e, outcome) = stallscope_core::drive_alone(&mut t, 1);
+        assert_eq!(outcome, stallscope_core::Outcome::Finished { failures: 0 });
         for c in &e.configurations {
             assert!(c.failure.is_none(), "{:?}", c.failure);
             let w = c

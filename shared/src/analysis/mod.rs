@@ -2,7 +2,7 @@
 //! extraction keyed by timing mode and phase (so the two modes are never
 //! mixed), comparison tables, sweet spots, stall attribution, verdicts and
 //! the OOM plausibility check, the per-rank analysis of a merged multi-rank
-//! bundle, its job figures and scaling efficiency, the CPU cost of a
+//! bundle, its pooled figures and scaling efficiency, the CPU cost of a
 //! configuration, a `stallscope job` bundle digested (its recommendation,
 //! replay ceiling and memory per worker), the noise floor of an A/A pair and
 //! the verdicts it allows, forecasts of what fits, and the causes of
@@ -16,11 +16,11 @@ mod crash;
 mod crashed;
 mod floored;
 mod forecast;
-mod job;
 mod job_text;
 mod key;
 mod metric;
 mod noise;
+mod pooled;
 mod rank_columns;
 mod ranks;
 mod replay_text;
@@ -41,11 +41,11 @@ pub use cost::*;
 pub use crash::*;
 pub use crashed::fallback_pick;
 pub use forecast::*;
-pub use job::*;
 pub use job_text::job_closing;
 pub use key::*;
 pub use metric::*;
 pub use noise::*;
+pub use pooled::*;
 pub use rank_columns::*;
 pub use ranks::*;
 pub use replay_text::{script_whole_run, sentence as replay_sentence};

@@ -5,7 +5,7 @@
 //! efficiency = (job rate NEW ÷ job rate BASE) ÷ (world NEW ÷ world BASE),
 //!
 //! whole-run rates only. The loss, 1 − efficiency, is split by the
-//! diagnostic shares of the job's step (the slowest rank's, `job_runs`):
+//! diagnostic shares of the pooled step (the slowest rank's, `pooled_runs`):
 //! with w, c the next-wait and comm shares and E the efficiency,
 //! data = w_NEW − E·w_BASE, comm = c_NEW − E·c_BASE and the rest the
 //! remainder, so the three sum to the loss. (Per sample, the job's step is

@@ -104,8 +104,10 @@ format_type! {
         pub fnv64: String,
     }
 
-    /// How a job run of a merged configuration was made from its ranks'
-    /// runs of one (timing mode, repeat, epoch). Added in format 1.3.
+    /// How a pooled run of a merged configuration was made from its ranks'
+    /// runs of one (timing mode, repeat, epoch). The name `JobOf` (and the
+    /// field `Run.job`) is the format's and stays: it means the pooled run,
+    /// not `stallscope job`'s command. Added in format 1.3.
     pub struct JobOf {
         /// Ranks whose runs it pools (every rank of the world).
         pub ranks: u32,

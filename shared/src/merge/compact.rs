@@ -1,5 +1,5 @@
 //! A merged bundle in the shape of format 1.3: each configuration whose runs
-//! carry ranks keeps the job's runs (`analysis::job_runs`) and its ranks'
+//! carry ranks keeps its pooled runs (`analysis::pooled_runs`) and its ranks'
 //! analysis column-wise (`Configuration.ranks`), and every rank's per-step
 //! series go to sidecar files ([`crate::sidecar`]), one per stage. The
 //! bundle's size then grows with the ranks only by a few numbers per rank,
@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::analysis::{job_runs, rank_analysis_with, rank_columns};
+use crate::analysis::{pooled_runs, rank_analysis_with, rank_columns};
 use crate::format::{
     Bundle, Configuration, RankColumns, RankSidecar, Run, SchemaVersion, StepSeries, TimingMode,
 };
@@ -156,7 +156,7 @@ fn work(b: &Bundle, places: &[(usize, usize)], t: &Task) -> Done {
             let world = (!b.ranks.is_empty()).then_some(b.ranks.len() as u32);
             let first = b.ranks.first().map(|r| r.layout.sync.as_str());
             let sync = first.filter(|s| b.ranks.iter().all(|r| r.layout.sync == *s));
-            Done::Columns(Box::new(columns_and_jobs(c, world, sync)))
+            Done::Columns(Box::new(columns_and_pooled(c, world, sync)))
         }
         Task::Stage { stage, .. } => {
             let place = Place {
@@ -169,7 +169,7 @@ fn work(b: &Bundle, places: &[(usize, usize)], t: &Task) -> Done {
     }
 }
 
-/// A configuration in format 1.3's shape: its job runs for its ranks' runs,
+/// A configuration in format 1.3's shape: its pooled runs for its ranks' runs,
 /// its ranks as columns naming the sidecars; returns the sidecars. Without
 /// a rank analysis it stays as it was, and its stages' files are dropped.
 fn apply(
@@ -177,7 +177,7 @@ fn apply(
     columns: Columns,
     stages: Vec<StageFile>,
 ) -> Vec<(String, Vec<u8>)> {
-    let Some((mut columns, jobs)) = columns else {
+    let Some((mut columns, pooled)) = columns else {
         return Vec::new();
     };
     let mut files = Vec::new();
@@ -189,7 +189,7 @@ fn apply(
         .into_iter()
         .filter(|r| r.rank.is_none())
         .collect();
-    runs.extend(jobs);
+    runs.extend(pooled);
     c.runs = runs;
     c.ranks = Some(columns);
     files
@@ -235,19 +235,19 @@ struct Place<'a> {
     configuration: (usize, &'a str),
 }
 
-/// A configuration's ranks as columns (with the job runs' notes) and its
-/// job runs; `None` without a rank analysis.
-fn columns_and_jobs(
+/// A configuration's ranks as columns (with the pooled runs' notes) and its
+/// pooled runs; `None` without a rank analysis.
+fn columns_and_pooled(
     c: &Configuration,
     world: Option<u32>,
     sync: Option<&str>,
 ) -> Option<(RankColumns, Vec<Run>)> {
     let a = rank_analysis_with(c, sync)?;
-    let (jobs, notes) = job_runs(c, world);
+    let (pooled, notes) = pooled_runs(c, world);
     let world = world.unwrap_or(a.ranks.len() as u32);
     let mut columns = rank_columns(&a, world);
     columns.notes.extend(notes);
-    Some((columns, jobs))
+    Some((columns, pooled))
 }
 
 /// One stage's sidecar of a configuration and its record; `None` when no

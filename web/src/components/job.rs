@@ -1,5 +1,5 @@
 //! A merged bundle as one job: the job's figures of a configuration
-//! (`analysis::job_summary`) and, in the compare view, the scaling
+//! (`analysis::pooled_summary`) and, in the compare view, the scaling
 //! efficiency of a job against a run of another size with where the loss
 //! went (`analysis::compare_scaling`, the code `stallscope compare` uses).
 
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use stallscope_bundle::Bundle;
 use stallscope_bundle::analysis::{
-    Quantity, Scaling, ScalingRow, Unit, job_summary, preferred_phase, rank_analysis_in,
+    Quantity, Scaling, ScalingRow, Unit, pooled_summary, preferred_phase, rank_analysis_in,
     show_percent,
 };
 
@@ -43,7 +43,7 @@ fn others_line(new: &Bundle, experiment: &str) -> Vec<String> {
 pub fn JobFigures(bundle: Arc<Bundle>, experiment: usize, configuration: String) -> impl IntoView {
     let e = &bundle.experiments[experiment];
     let c = e.configuration(&configuration)?;
-    let j = job_summary(c, preferred_phase(e))?;
+    let j = pooled_summary(c, preferred_phase(e))?;
     let step = j
         .step_s
         .map(|s| format!("{:.2} ms", s.median * 1e3))

@@ -2,9 +2,11 @@
 //! compiler does not hold, checked over the sources so breaking one fails
 //! CI. Module cycles in every crate (`graph`), functions over
 //! [`lengths::MAX_LINES`] lines (`lengths`), declared dependencies never
-//! named (`deps`), and processes started outside `stallscope-python`
-//! (`spawns`). Python's packages are held by `python/tests/test_layers.py`.
+//! named (`deps`), processes started outside `stallscope-python`
+//! (`spawns`), and paths into a runner crate's private modules (`faces`).
+//! Python's packages are held by `python/tests/test_layers.py`.
 mod deps;
+mod faces;
 mod graph;
 mod lengths;
 mod modules;
@@ -28,9 +30,12 @@ pub(crate) fn run(repo: &Path) -> Result<()> {
     }
     findings.extend(long_functions(repo)?);
     findings.extend(spawns_outside(repo)?);
+    findings.extend(wide_faces(repo)?);
     if findings.is_empty() {
         println!(
-            "structure: no module cycle, no function over {} lines, no unused dependency, no process started outside stallscope-python",
+            "structure: no module cycle, no function over {} lines, no unused dependency, \
+             no process started outside stallscope-python, no path into a runner crate's \
+             private modules",
             lengths::MAX_LINES
         );
         return Ok(());
@@ -165,6 +170,49 @@ fn spawns_outside(repo: &Path) -> Result<Vec<String>> {
                 "process started outside stallscope-python: {rel_s}:{line} (Python processes \
                  have one owner, runner/python; another program needs an entry in \
                  xtask/src/structure/spawns.rs with why)"
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Runner crates' roots (and listed namespaces) wider than the rule, and
+/// paths from other crates into their private modules.
+fn wide_faces(repo: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (krate, dir) in faces::RUNNER_CRATES {
+        let rel = format!("{dir}/src/lib.rs");
+        let text =
+            std::fs::read_to_string(repo.join(&rel)).with_context(|| format!("reading {rel}"))?;
+        let mut found = faces::wide_root(faces::API, krate, &rel, &text)?;
+        for (_, ns, _) in faces::API.iter().filter(|(k, _, _)| k == krate) {
+            let file = faces::namespace_file(&repo.join(dir).join("src"), ns);
+            let ns_rel = file
+                .strip_prefix(repo)
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            let ns_text =
+                std::fs::read_to_string(&file).with_context(|| format!("reading {ns_rel}"))?;
+            found.extend(faces::wide_namespace(&ns_rel, &ns_text)?);
+        }
+        out.extend(
+            found
+                .into_iter()
+                .map(|f| format!("wide face: {}:{} {}", f.file, f.line, f.what)),
+        );
+    }
+    let all = faces::faces(repo, faces::API)?;
+    for file in rust_files(repo)? {
+        let rel = file.strip_prefix(repo).unwrap_or(&file);
+        let rel_s = rel.to_string_lossy().replace('\\', "/");
+        let text = std::fs::read_to_string(&file)?;
+        let found = faces::reach_ins(faces::API, &text, &all)
+            .with_context(|| format!("reading {rel_s}"))?;
+        for (line, path) in found {
+            out.push(format!(
+                "reach-in: {rel_s}:{line} {path} (a private module of another crate: use \
+                 what that crate's root re-exports)"
             ));
         }
     }

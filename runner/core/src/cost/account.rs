@@ -136,8 +136,8 @@ pub fn epoch_cost(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stallscope_loader::Rng;
     use stallscope_loader::WorkerUsage;
-    use stallscope_loader::rng::Rng;
     use std::time::Duration;
 
     fn times(rng: &mut Rng) -> CpuTimes {

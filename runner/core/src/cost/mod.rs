@@ -3,12 +3,15 @@
 //! processes' peak memory (`Memory.workers_peak_rss_bytes`), and, for
 //! whole-run epochs, a timeline sampled on a side thread (`Run.timeline`).
 //! [`EpochWatch`] wraps one epoch: counters right before, right after.
+//!
+//! A public namespace of the core (`stallscope_core::cost`): its parts are
+//! private and what other crates use is re-exported here.
 
-pub mod account;
-pub mod nvml;
-pub mod proc;
-pub mod sampler;
-pub mod tree;
+mod account;
+mod nvml;
+pub(crate) mod proc;
+mod sampler;
+mod tree;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,8 +20,9 @@ use stallscope_bundle::{Memory, Run};
 use stallscope_loader::WorkerRegistry;
 
 pub use account::{CpuSnapshot, epoch_cost};
-pub use nvml::GpuTarget;
+pub use nvml::{DeviceCounters, GpuTarget, install_device_counters, nvml};
 pub use sampler::{INTERVAL, Sampler, SamplerSpec};
+pub use tree::{ENDED_PART, TreeSnapshot, tree_cost};
 
 static TIMELINE: AtomicBool = AtomicBool::new(true);
 

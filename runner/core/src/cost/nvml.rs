@@ -20,9 +20,9 @@ pub enum GpuTarget {
     None(String),
 }
 
-/// A CUDA engine's own counters the probe reads beside NVML, without a
+/// A CUDA back end's own counters the probe reads beside NVML, without a
 /// synchronisation: its caching allocator's allocated and reserved bytes,
-/// and the runtime's free and total device memory. The libtorch engine
+/// and the runtime's free and total device memory. The libtorch back end
 /// installs them when it opens a CUDA device ([`install_device_counters`]);
 /// where none are installed (another process's GPU, as the peers' harness)
 /// those series stay empty.
@@ -35,7 +35,7 @@ pub trait DeviceCounters: Send + Sync {
 
 static COUNTERS: OnceLock<Box<dyn DeviceCounters>> = OnceLock::new();
 
-/// Install the engine's device counters (once per process; later calls are
+/// Install the back end's device counters (once per process; later calls are
 /// ignored).
 pub fn install_device_counters(counters: Box<dyn DeviceCounters>) {
     let _ = COUNTERS.set(counters);

@@ -185,7 +185,7 @@ pub fn peak_rss_bytes(pid: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stallscope_loader::rng::Rng;
+    use stallscope_loader::Rng;
 
     /// A stat line as the kernel writes it, for a command name `comm`.
     fn line(pid: u32, comm: &str, utime: u64, stime: u64, rss: u64) -> String {

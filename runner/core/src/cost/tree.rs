@@ -1,8 +1,13 @@
 //! CPU accounting of a process tree the runner only watches from outside:
 //! the peer engine's Python harness and its descendants (DataLoader worker
-//! processes). Per live process `utime + stime + cutime + cstime`: a child
-//! the harness has reaped moves into its parent's `cutime`, so the sum over
-//! the tree never loses an ended worker and never counts one twice.
+//! processes). Each live process's own `utime + stime` is a part of its
+//! own; a child its parent has reaped moves into the parent's `cutime +
+//! cstime`, and what the tree reaped in a window, less what those children
+//! had already used when the window began, is the part "processes that
+//! ended in the window". So the sum over the tree never loses an ended
+//! worker and never counts one twice, and a worker that ends just before
+//! the snapshot (persistent workers shut down right after the mode's last
+//! epoch line) is still counted as a worker, not as its parent.
 
 use std::time::Instant;
 
@@ -10,13 +15,29 @@ use stallscope_bundle::{CpuCost, CpuPart, CpuPartKind};
 
 use super::proc::{self, CpuTimes};
 
+/// The name of the part holding the CPU of the processes that ended
+/// between two snapshots (their own and their reaped children's).
+pub const ENDED_PART: &str = "processes that ended in the window";
+
 /// One process of the tree at a snapshot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TreeProcess {
     pub pid: u32,
-    /// Its own time plus its reaped children's.
-    pub times: CpuTimes,
+    /// Its own time (`utime`, `stime`).
+    pub own: CpuTimes,
+    /// Its reaped children's (`cutime`, `cstime`).
+    pub reaped: CpuTimes,
     pub peak_rss_bytes: Option<u64>,
+}
+
+impl TreeProcess {
+    /// Its own time and its reaped children's.
+    fn total(&self) -> CpuTimes {
+        CpuTimes {
+            user_s: self.own.user_s + self.reaped.user_s,
+            system_s: self.own.system_s + self.reaped.system_s,
+        }
+    }
 }
 
 /// The tree under a root process at one moment (root first).
@@ -35,10 +56,8 @@ impl TreeSnapshot {
                 let st = proc::process_stat(pid)?;
                 Some(TreeProcess {
                     pid,
-                    times: CpuTimes {
-                        user_s: st.times.user_s + st.children_times.user_s,
-                        system_s: st.times.system_s + st.children_times.system_s,
-                    },
+                    own: st.times,
+                    reaped: st.children_times,
                     peak_rss_bytes: proc::peak_rss_bytes(pid),
                 })
             })
@@ -47,6 +66,10 @@ impl TreeSnapshot {
             at: Instant::now(),
             processes,
         }
+    }
+
+    fn find(&self, pid: u32) -> Option<&TreeProcess> {
+        self.processes.iter().find(|p| p.pid == pid)
     }
 
     /// The descendants' memory, as the native loader counts live workers:
@@ -64,7 +87,7 @@ impl TreeSnapshot {
     ) -> Option<u64> {
         let known = |pid: u32| {
             earlier
-                .and_then(|e| e.processes.iter().find(|p| p.pid == pid))
+                .and_then(|e| e.find(pid))
                 .and_then(|p| p.peak_rss_bytes)
         };
         let live: Vec<u64> = self
@@ -83,7 +106,9 @@ impl TreeSnapshot {
 
 /// What the tree used between two snapshots, `samples` handed out in
 /// between. The root is the part named `root_name`; each other process that
-/// is alive at `after` is a part of its own (counting from zero when it is new).
+/// is alive at `after` is a part of its own (counting from zero when it is
+/// new), with its own time only; the processes that ended in between are
+/// the part [`ENDED_PART`], present whenever one did.
 pub fn tree_cost(
     before: &TreeSnapshot,
     after: &TreeSnapshot,
@@ -92,13 +117,8 @@ pub fn tree_cost(
 ) -> CpuCost {
     let mut parts = Vec::new();
     for (i, p) in after.processes.iter().enumerate() {
-        let earlier = before
-            .processes
-            .iter()
-            .find(|b| b.pid == p.pid)
-            .map(|b| b.times)
-            .unwrap_or_default();
-        let used = p.times.since(earlier);
+        let earlier = before.find(p.pid).map(|b| b.own).unwrap_or_default();
+        let used = p.own.since(earlier);
         parts.push(CpuPart {
             name: if i == 0 {
                 root_name.to_string()
@@ -111,26 +131,7 @@ pub fn tree_cost(
             peak_rss_bytes: p.peak_rss_bytes,
         });
     }
-    // Children alive before and reaped since: their use up to `before` is
-    // already in the parent's new cutime; take it out again.
-    let gone: f64 = before
-        .processes
-        .iter()
-        .skip(1)
-        .filter(|b| after.processes.iter().all(|p| p.pid != b.pid))
-        .map(|b| b.times.total())
-        .sum();
-    if let Some(root) = parts.first_mut() {
-        let root_total = root.user_s + root.system_s;
-        let keep = (root_total - gone).max(0.0);
-        let scale = if root_total > 0.0 {
-            keep / root_total
-        } else {
-            0.0
-        };
-        root.user_s *= scale;
-        root.system_s *= scale;
-    }
+    parts.extend(ended(before, after));
     let cpu_s: f64 = parts.iter().map(|p| p.user_s + p.system_s).sum();
     CpuCost {
         wall_s: after.at.saturating_duration_since(before.at).as_secs_f64(),
@@ -140,145 +141,41 @@ pub fn tree_cost(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    fn p(pid: u32, total: f64) -> TreeProcess {
-        TreeProcess {
-            pid,
-            times: CpuTimes {
-                user_s: total,
-                system_s: 0.0,
-            },
-            peak_rss_bytes: None,
-        }
+/// The processes that ended between the snapshots, as one part: what the
+/// live processes reaped in between, less what those of them seen at
+/// `before` had used by then (counted in an earlier window). `None` when
+/// none was seen to go and nothing was reaped. Never below zero: a process
+/// no one reaps (re-parented out of the tree) takes its time with it.
+fn ended(before: &TreeSnapshot, after: &TreeSnapshot) -> Option<CpuPart> {
+    let mut reaped = CpuTimes::default();
+    for p in &after.processes {
+        let earlier = before.find(p.pid).map(|b| b.reaped).unwrap_or_default();
+        let d = p.reaped.since(earlier);
+        reaped.user_s += d.user_s;
+        reaped.system_s += d.system_s;
     }
-
-    /// A generated life of a tree: children come, use CPU, are reaped into
-    /// the root's cutime. The cost between any two snapshots equals the CPU
-    /// the tree used in between, whatever ended in between.
-    #[test]
-    fn the_tree_total_survives_children_ending() {
-        let mut rng = stallscope_loader::rng::Rng::new(5);
-        for case in 0..300 {
-            let t0 = Instant::now();
-            let mut root_own = 1.0;
-            let mut root_reaped = 0.0;
-            let mut kids: Vec<(u32, f64)> =
-                (0..rng.below(4)).map(|i| (10 + i as u32, 0.5)).collect();
-            let snap = |root_own: f64, root_reaped: f64, kids: &[(u32, f64)], ms| TreeSnapshot {
-                at: t0 + Duration::from_millis(ms),
-                processes: std::iter::once(p(1, root_own + root_reaped))
-                    .chain(kids.iter().map(|&(pid, t)| p(pid, t)))
-                    .collect(),
-            };
-            let before = snap(root_own, root_reaped, &kids, 0);
-            let mut used = 0.0;
-            let own = rng.below(100) as f64 / 10.0;
-            root_own += own;
-            used += own;
-            for k in kids.iter_mut() {
-                let more = rng.below(100) as f64 / 10.0;
-                k.1 += more;
-                used += more;
-            }
-            // Some children end and are reaped; some new ones start.
-            kids.retain(|&(_, t)| {
-                let ends = rng.coin();
-                if ends {
-                    root_reaped += t;
-                }
-                !ends
-            });
-            for pid in 100..100 + rng.below(3) as u32 {
-                let t = rng.below(50) as f64 / 10.0;
-                kids.push((pid, t));
-                used += t;
-            }
-            let after = snap(root_own, root_reaped, &kids, 1000);
-            let c = tree_cost(&before, &after, 10, "harness");
-            assert!(
-                (c.cpu_s - used).abs() < 1e-9,
-                "case {case}: {} vs {used}",
-                c.cpu_s
-            );
-            assert_eq!(c.parts[0].name, "harness");
-            assert_eq!(c.parts.len(), kids.len() + 1);
-            assert!(c.parts.iter().all(|p| p.user_s >= 0.0));
-        }
+    let gone: Vec<&TreeProcess> = before
+        .processes
+        .iter()
+        .filter(|b| after.find(b.pid).is_none())
+        .collect();
+    if gone.is_empty() && reaped.total() == 0.0 {
+        return None;
     }
-
-    #[test]
-    fn a_real_child_is_found_and_counted() {
-        let mut child = std::process::Command::new("sh")
-            .args([
-                "-c",
-                "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; sleep 5",
-            ])
-            .spawn()
-            .unwrap();
-        let me = std::process::id();
-        let before = TreeSnapshot::take(me);
-        assert!(before.processes.iter().any(|p| p.pid == child.id()));
-        std::thread::sleep(Duration::from_millis(300));
-        let after = TreeSnapshot::take(me);
-        let _ = child.kill();
-        let _ = child.wait();
-        let c = tree_cost(&before, &after, 0, "test");
-        assert!(
-            c.parts
-                .iter()
-                .any(|p| p.name.contains(&child.id().to_string()))
-        );
-        assert!(c.cpu_s >= 0.0 && c.cpu_s_per_1000_samples.is_none());
+    let mut counted = CpuTimes::default();
+    for b in &gone {
+        counted.user_s += b.total().user_s;
+        counted.system_s += b.total().system_s;
     }
-
-    /// Over generated trees where some descendants have no readable peak
-    /// now (zombies, or ending as read), some of those known from the
-    /// earlier snapshot: the figure is the sum of the readable ones and the
-    /// known ones, never voided by one that is neither; with none, the
-    /// reaped figure.
-    #[test]
-    fn an_unreadable_worker_does_not_void_the_others_memory() {
-        let mut rng = stallscope_loader::rng::Rng::new(9);
-        for case in 0..500 {
-            let n = rng.below(6) as u32;
-            let mut want = 0u64;
-            let mut counted = 0;
-            let (mut now, mut before) = (Vec::new(), Vec::new());
-            for i in 0..=n {
-                let peak = (i == 0 || rng.coin()).then(|| (1 + rng.below(1000)) << 20);
-                let old = rng.coin().then(|| (1 + rng.below(1000)) << 20);
-                if i > 0
-                    && let Some(b) = peak.or(old)
-                {
-                    want += b;
-                    counted += 1;
-                }
-                now.push(TreeProcess {
-                    peak_rss_bytes: peak,
-                    ..p(i + 1, 1.0)
-                });
-                before.push(TreeProcess {
-                    peak_rss_bytes: old,
-                    ..p(i + 1, 0.5)
-                });
-            }
-            let at = Instant::now();
-            let snap = TreeSnapshot { at, processes: now };
-            let earlier = TreeSnapshot {
-                at,
-                processes: before,
-            };
-            let reaped = rng.coin().then_some(7 << 20);
-            let got = snap.descendants_peak_rss_bytes(Some(&earlier), reaped);
-            if counted == 0 {
-                assert_eq!(got, reaped, "case {case}");
-            } else {
-                assert_eq!(got, Some(want), "case {case}");
-            }
-        }
-    }
+    let used = reaped.since(counted);
+    Some(CpuPart {
+        name: ENDED_PART.to_string(),
+        kind: CpuPartKind::Process,
+        user_s: used.user_s,
+        system_s: used.system_s,
+        peak_rss_bytes: None,
+    })
 }
+
+#[cfg(test)]
+mod tests;

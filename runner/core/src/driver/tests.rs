@@ -1,4 +1,4 @@
-//! The driver on a scripted experiment (no engine): the order of repeats,
+//! The driver on a scripted experiment (no back end): the order of repeats,
 //! panic isolation, Ctrl-C, the save after every unit, adaptive
 //! experiments, not-applicable records and empty epochs.
 

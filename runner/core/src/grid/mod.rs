@@ -1,7 +1,10 @@
 //! The grid of a loader sweep: one [`Point`] per configuration, across the
 //! engines (native, pytorch, spdl, dali, nodes), with its id and label
-//! (`naming.rs`) and the bundle configuration every engine back end writes
-//! the same way (`configuration.rs`).
+//! (`naming.rs`) and the bundle configuration written the same way for
+//! every engine (`configuration.rs`).
+//!
+//! A public namespace of the core (`stallscope_core::grid`): its parts are
+//! private and what other crates use is re-exported here.
 
 mod configuration;
 mod naming;

@@ -10,7 +10,7 @@ pub enum LoopError {
     /// The ranks' per-step barrier failed (`crate::ranks`): a
     /// `Failure::CommTimeout` naming the missing ranks.
     Comm(Box<Failure>),
-    /// A failure the engine records as it is (a loader worker's names the
+    /// A failure the back end records as it is (a loader worker's names the
     /// worker and the sample).
     Recorded(Box<Failure>),
     /// Anything else, in words that say what was expected.
@@ -28,8 +28,8 @@ impl std::fmt::Display for LoopError {
     }
 }
 
-/// Any engine's error (libtorch's, wgpu's, a feed's) ends the epoch with
-/// its message: so an engine's step parts use `?` on their own errors.
+/// Any back end's error (libtorch's, wgpu's, a feed's) ends the epoch with
+/// its message: so a back end's step parts use `?` on their own errors.
 /// (`LoopError` is not itself a `std::error::Error`, as `anyhow::Error` is
 /// not, so this impl does not overlap `From<T> for T`.)
 impl<E: std::error::Error> From<E> for LoopError {

@@ -1,15 +1,15 @@
-//! The one timing loop. Every epoch of every engine runs here, in the two
-//! timing modes of methodology.md; an engine supplies only its step's parts
-//! ([`Steps`], [`EpochSteps`]): the next batch, the copy, the compute, and
-//! how to wait for its device. This module owns the rest, so it is the same
-//! for every engine:
+//! The one timing loop. Every epoch of every Rust back end runs here, in the
+//! two timing modes of methodology.md; a back end supplies only its step's
+//! parts ([`Steps`], [`EpochSteps`]): the next batch, the copy, the compute,
+//! and how to wait for its device. This module owns the rest, so it is the
+//! same for every back end:
 //! - the clocks, and where synchronisation happens: whole-run epochs wait
 //!   for the device once before and once after the epoch and read no clock
 //!   inside it; diagnostic epochs wait at every stage boundary of every step
 //!   and time iterator creation apart;
 //! - the run id and cold/steady ([`EpochSlot`]);
 //! - the per-epoch reset and read of peak memory (the host's through
-//!   [`crate::host`], the device's through the engine);
+//!   [`crate::host`], the device's through the back end);
 //! - the step series, handed to `shared`'s `diagnostic_from_series` and
 //!   `WholeRun::measured`;
 //! - the ranks' per-step hook (in whole-run epochs the device is waited for
@@ -19,7 +19,7 @@
 //!   whole-run epoch's workers record nothing.
 //!
 //! Like criterion's `Routine`/`Measurement` split: the loop is the
-//! framework's, the work is the engine's. Nothing here knows a device.
+//! framework's, the work is the back end's. Nothing here knows a device.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -82,7 +82,7 @@ pub struct Taken {
     pub bytes: u64,
 }
 
-/// Which stages an engine's step has. A stage it lacks is recorded as 0 in
+/// Which stages a back end's step has. A stage it lacks is recorded as 0 in
 /// diagnostic series and never timed (a loader-only loop has no copy and no
 /// compute).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,7 @@ impl Stages {
     };
 }
 
-/// One epoch's batches and the work on each, as the engine does it. The
+/// One epoch's batches and the work on each, as the back end does it. The
 /// loop calls `next`, then `copy` and `compute` on the batch it took.
 pub trait EpochSteps {
     /// Take the next batch (the next-wait stage); `None` at the epoch's end.
@@ -117,14 +117,14 @@ pub trait EpochSteps {
     fn synchronize(&mut self) -> Result<(), LoopError>;
 }
 
-/// An engine's side of the loop for one configuration and mode: what it
+/// A back end's side of the loop for one configuration and mode: what it
 /// starts each epoch with, and what the loop asks of it around the epoch.
 pub trait Steps {
     /// Wait until the device has done everything queued so far (nothing to
     /// do where operations finish before they return, as on the CPU).
     fn synchronize(&mut self) -> Result<(), LoopError>;
     /// Start epoch `epoch` (its creation is timed as iterator creation).
-    /// `mode` lets an engine that overlaps copy and compute (a side stream)
+    /// `mode` lets a back end that overlaps copy and compute (a side stream)
     /// fuse them in whole-run epochs, where nothing is timed per stage.
     fn start_epoch(
         &mut self,

@@ -1,4 +1,4 @@
-//! The one loop against a scripted engine that logs every call: where each
+//! The one loop against a scripted back end that logs every call: where each
 //! mode waits for the device, what it counts, and that the runs it builds
 //! hold their invariants, over generated epochs.
 
@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
 
 use stallscope_bundle::{Phase, TimingMode};
-use stallscope_loader::rng::Rng;
+use stallscope_loader::Rng;
 
 use super::*;
 
@@ -251,7 +251,7 @@ fn a_stop_ends_the_epoch_after_the_step_in_progress() {
 }
 
 #[test]
-fn an_engine_error_ends_the_epoch_with_it() {
+fn a_back_end_error_ends_the_epoch_with_it() {
     let stop = AtomicBool::new(false);
     let mut s = Scripted {
         batches: vec![4, 4, 4],

@@ -28,7 +28,9 @@ use std::time::{Duration, Instant};
 
 use stallscope_bundle::Failure;
 
-pub use super::store::{KvStore, MemStore, StoreError, StoreOpener, Waited};
+#[cfg(test)]
+use super::store::MemStore;
+pub use super::store::{KvStore, StoreError, StoreOpener, Waited};
 
 /// How long one wait lasts before the ranks look for a stop. A wait that
 /// ends this way is cancelled in step by c10d (`CANCEL_WAIT`).
@@ -415,7 +417,7 @@ impl Barrier {
     /// place (`step 41 of epoch 1`). After a failure every later call
     /// returns it at once, so the remaining units end instead of waiting.
     /// A stop (this rank's flag, or another rank's key) ends the wait
-    /// within a [`SLICE`] as [`BarrierError::Stopped`].
+    /// within a `SLICE` as [`BarrierError::Stopped`].
     pub fn arrive(&self, operation: &str) -> Result<(), BarrierError> {
         let mut state = self.state.lock().expect("barrier state");
         if let Some(f) = &state.broken {

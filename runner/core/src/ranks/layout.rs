@@ -349,9 +349,9 @@ mod tests {
     /// the first group's first number as written.
     #[test]
     fn first_host_of_generated_lists() {
-        let mut rng = stallscope_loader::rng::Rng::new(11);
+        let mut rng = stallscope_loader::Rng::new(11);
         for _ in 0..2000 {
-            let pick = |rng: &mut stallscope_loader::rng::Rng, n: u64| rng.next_u64() % n;
+            let pick = |rng: &mut stallscope_loader::Rng, n: u64| rng.next_u64() % n;
             let prefix: String = (0..1 + pick(&mut rng, 6))
                 .map(|_| (b'a' + pick(&mut rng, 26) as u8) as char)
                 .collect();

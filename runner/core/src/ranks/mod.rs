@@ -5,10 +5,13 @@
 //! loops call [`step_barrier`] / [`timed_step_barrier`] after every step and
 //! [`slow_batch`] after every batch; the run writes `bundle.rank-R.json`.
 //! For one process every call here is a no-op.
+//!
+//! A public namespace of the core (`stallscope_core::ranks`): its parts are
+//! private and what other crates use is re-exported here.
 
-pub mod barrier;
-pub mod layout;
-pub mod store;
+mod barrier;
+mod layout;
+mod store;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -18,9 +21,9 @@ use std::time::{Duration, Instant};
 use stallscope_bundle::{Failure, RankLayout};
 use stallscope_loader::Shard;
 
-pub use barrier::{Barrier, BarrierError};
+pub use barrier::{Barrier, BarrierError, Place};
 pub use layout::{LayoutError, MasterFlags, first_host, from_env};
-pub use store::{KvStore, StoreOpener};
+pub use store::{KvStore, StoreError, StoreOpener, Waited};
 
 use crate::measure::LoopError;
 use crate::suite::RankKnobs;
@@ -63,7 +66,7 @@ pub fn announce_stop() {
 
 /// For loops that wait on something other than the barrier (the peer
 /// harness): whether another rank stopped, which sets this process's stop
-/// flag too. At most one store query per [`barrier::SLICE`].
+/// flag too. At most one store query per `barrier::SLICE`.
 pub fn another_rank_stopped() -> bool {
     static LAST: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
     {
@@ -110,7 +113,7 @@ pub fn unit_failed(failure: &Failure) {
 
 /// For a loop waiting on its peer harness: another rank's failure of this
 /// unit, as the failure to record here. At most one store query per
-/// [`barrier::SLICE`]; `None` for one process.
+/// `barrier::SLICE`; `None` for one process.
 pub fn unit_failed_elsewhere(operation: &str) -> Option<Failure> {
     static LAST: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
     let b = current().and_then(|r| r.barrier.as_ref())?;

@@ -1,5 +1,5 @@
 //! The key-value store the ranks meet through, as a small trait: libtorch's
-//! c10d `TCPStore` implements it in the libtorch engine (`shim::store`), and
+//! c10d `TCPStore` implements it in the libtorch back end (`shim::store`), and
 //! [`MemStore`] here, in memory and counting every key it touches, lets the
 //! barrier's logic be tested without a device library (the ranks as
 //! threads over one store).
@@ -127,7 +127,7 @@ impl KvStore for MemStore {
     }
 }
 
-/// A shared [`MemStore`] as every rank's connection.
+/// A shared `MemStore` as every rank's connection.
 impl KvStore for std::sync::Arc<MemStore> {
     fn set(&self, key: &str, value: &str) -> Result<(), StoreError> {
         (**self).set(key, value)

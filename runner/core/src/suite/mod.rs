@@ -4,6 +4,9 @@
 //! `located` (the one helper for errors). Every error names the file, the
 //! line and column, the key and what was expected. Presets are ordinary files
 //! in `fixtures/suites/`, embedded in the binary.
+//!
+//! A public namespace of the core (`stallscope_core::suite`): its layers are
+//! private and what other crates use is re-exported here.
 
 mod kinds;
 mod loader;

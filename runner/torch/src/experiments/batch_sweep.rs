@@ -10,9 +10,10 @@ use super::common::{GridExperiment, RunCtx, TrainUnit, batch_size_configurations
 use crate::data::{FashionMnist, tensor_data};
 use crate::feed::{Dataset, Feed, InLoopConfig, InLoopLoader, Order};
 use crate::steps::CopyMode;
-use stallscope_core::driver::UnitError;
-use stallscope_core::model_spec::ModelSpec;
-use stallscope_core::suite::{DataSpec, ExperimentPlan, ExperimentSpec};
+use stallscope_core::{
+    ModelSpec, UnitError,
+    suite::{DataSpec, ExperimentPlan, ExperimentSpec},
+};
 
 pub struct BatchSweep {
     id: String,

@@ -13,8 +13,7 @@ use crate::device::DeviceCtx;
 use crate::feed::Feed;
 use crate::models::{ModelSpec, Trainer};
 use crate::steps::{CopyMode, TorchSteps, warm_up};
-use stallscope_core::driver::{Progress, UnitError};
-use stallscope_core::measure::{EpochSlot, run_epoch};
+use stallscope_core::{EpochSlot, Progress, UnitError, run_epoch};
 
 /// What every libtorch experiment needs from the run.
 pub struct RunCtx<'a> {

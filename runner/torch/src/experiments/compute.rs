@@ -7,9 +7,10 @@ use tch::Tensor;
 use super::common::{GridExperiment, RunCtx, TrainUnit, batch_size_configurations, train_unit};
 use crate::feed::{EpochIter, Feed, FeedError, HostBatch, tensor_bytes};
 use crate::steps::CopyMode;
-use stallscope_core::driver::UnitError;
-use stallscope_core::model_spec::ModelSpec;
-use stallscope_core::suite::{ExperimentPlan, ExperimentSpec};
+use stallscope_core::{
+    ModelSpec, UnitError,
+    suite::{ExperimentPlan, ExperimentSpec},
+};
 
 pub struct Compute {
     id: String,

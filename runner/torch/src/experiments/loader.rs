@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 use stallscope_bundle::{Experiment, ExperimentKind, Run};
 
 use super::common::{GridExperiment, RunCtx};
-pub use super::loader_common::FAULT_ENV;
 use super::loader_common::{Common, native_feed, recorded};
-use stallscope_core::driver::UnitError;
-use stallscope_core::grid::{Point, configuration, point_id, points, swept_knobs};
-use stallscope_core::suite::{EngineName, ExperimentPlan, ExperimentSpec};
+use stallscope_core::{
+    UnitError,
+    grid::{Point, configuration, point_id, points, swept_knobs},
+    suite::{EngineName, ExperimentPlan, ExperimentSpec},
+};
 
 /// `kind = "loader"`: the knobs swept, across the engines.
 pub struct LoaderExperiment {

@@ -14,9 +14,11 @@ use super::native_feed::{NativeFeed, Pinning};
 use super::peer_source::PeerSource;
 use crate::feed::Feed;
 use crate::steps::CopyMode;
-use stallscope_core::driver::UnitError;
-use stallscope_core::grid::{Point, loader_config};
-use stallscope_core::suite::{DataPlan, ExperimentPlan, LoaderPlan};
+use stallscope_core::{
+    UnitError,
+    grid::{Point, loader_config},
+    suite::{DataPlan, ExperimentPlan, LoaderPlan},
+};
 use stallscope_loader::{
     Fault, LoaderConfig, LoaderError, OnBadSample, SourceSpec, full_batch_bytes,
 };

@@ -1,7 +1,8 @@
-//! The libtorch engine's experiments: each kind builds its bundle
+//! The libtorch back end's experiments: each kind builds its bundle
 //! [`Experiment`] skeleton and runs one (configuration, repeat) unit at a
-//! time; [`TorchEngine`] hands them to the one driver (`stallscope_core::driver`),
-//! which owns the order of repeats, panic isolation, Ctrl-C and saving.
+//! time; [`TorchBackend`] hands them to the one driver
+//! (`stallscope_core::drive`), which owns the order of repeats, panic
+//! isolation, Ctrl-C and saving.
 
 pub mod batch_sweep;
 mod common;
@@ -22,16 +23,14 @@ use std::sync::atomic::AtomicBool;
 use stallscope_bundle::{Environment, Experiment, Run, Seeds};
 
 use crate::device::DeviceCtx;
-pub use common::{
-    GridExperiment, RunCtx, TrainUnit, batch_label, batch_size_configurations, failed, train_unit,
+use common::{GridExperiment, RunCtx};
+use stallscope_core::{
+    Backend, Driven, NoProgress, UnitCtx, UnitError,
+    suite::{ExperimentPlan, ExperimentSpec, Plan},
 };
-use stallscope_core::driver::{Driven, NoProgress, UnitCtx};
-pub use stallscope_core::driver::{Outcome, Progress, UnitError, order, panic_message};
-use stallscope_core::engine::Engine;
-use stallscope_core::suite::{ExperimentPlan, ExperimentSpec, Plan};
 
-/// The libtorch engine: CUDA or the CPU through the linked libtorch.
-pub struct TorchEngine<'a> {
+/// The libtorch back end: CUDA or the CPU through the linked libtorch.
+pub struct TorchBackend<'a> {
     pub device: &'a DeviceCtx,
     pub data_dir: Option<&'a Path>,
     pub seeds: Seeds,
@@ -39,8 +38,8 @@ pub struct TorchEngine<'a> {
 
 static NEVER_STOP: AtomicBool = AtomicBool::new(false);
 
-impl TorchEngine<'_> {
-    /// The context of one unit: this engine's device and seeds, the
+impl TorchBackend<'_> {
+    /// The context of one unit: this back end's device and seeds, the
     /// driver's stop flag and progress.
     fn unit_ctx<'b>(&'b self, cx: &'b UnitCtx) -> RunCtx<'b> {
         RunCtx {
@@ -55,7 +54,7 @@ impl TorchEngine<'_> {
 
 /// A grid experiment as the driver sees it.
 struct TorchGrid<'a> {
-    engine: &'a TorchEngine<'a>,
+    backend: &'a TorchBackend<'a>,
     grid: Box<dyn GridExperiment + 'a>,
 }
 
@@ -67,18 +66,18 @@ impl Driven for TorchGrid<'_> {
         self.grid.epochs_per_unit()
     }
     fn run_unit(&mut self, index: usize, repeat: u32, cx: &UnitCtx) -> Result<Vec<Run>, UnitError> {
-        let rc = self.engine.unit_ctx(cx);
+        let rc = self.backend.unit_ctx(cx);
         self.grid.run_unit(index, repeat, &rc)
     }
     fn arrange(&self, experiment: &mut Experiment) {
         self.grid.arrange(experiment);
     }
     fn recover(&self) {
-        self.engine.device.empty_cache();
+        self.backend.device.empty_cache();
     }
 }
 
-impl Engine for TorchEngine<'_> {
+impl Backend for TorchBackend<'_> {
     fn environment(&self) -> Environment {
         crate::environment::environment(self.device)
     }
@@ -109,7 +108,10 @@ impl Engine for TorchEngine<'_> {
             progress: &NoProgress,
         };
         let grid = grid_for(plan, &setup)?;
-        Ok(Box::new(TorchGrid { engine: self, grid }))
+        Ok(Box::new(TorchGrid {
+            backend: self,
+            grid,
+        }))
     }
 }
 

@@ -11,12 +11,10 @@ use tch::Device;
 
 use crate::feed::{EpochIter, Feed, FeedError, HostBatch};
 use crate::shim;
-use stallscope_loader::StageTotal;
-use stallscope_loader::epoch_batches;
-use stallscope_loader::full_batch_bytes;
-use stallscope_loader::{BufferPool, Pooled, SourceSpec};
-use stallscope_loader::{Loader, LoaderEpoch};
-use stallscope_loader::{LoaderConfig, LoaderError, WorkerKind};
+use stallscope_loader::{
+    BufferPool, Loader, LoaderConfig, LoaderEpoch, LoaderError, Pooled, SourceSpec, StageTotal,
+    WorkerKind, epoch_batches, full_batch_bytes,
+};
 
 /// Whether batches are pinned, and why not when they were asked to be.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,9 +15,10 @@ use stallscope_bundle::{
 use super::common::batch_label;
 use crate::models::{ModelSpec, Trainer, synthetic_batch};
 use crate::shim;
-use stallscope_core::driver::{Driven, UnitCtx, UnitError, panic_message};
-use stallscope_core::measure::EpochSlot;
-use stallscope_core::suite::{ExperimentPlan, ExperimentSpec};
+use stallscope_core::{
+    Driven, EpochSlot, UnitCtx, UnitError, panic_message,
+    suite::{ExperimentPlan, ExperimentSpec},
+};
 
 /// The OOM probe as an adaptive experiment of the driver: it asks for its
 /// next batch from what it measured (doubling, then bisecting) and runs each

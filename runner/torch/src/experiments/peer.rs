@@ -7,11 +7,13 @@ use serde_json::json;
 use super::common::RunCtx;
 use super::loader_common::Common;
 use super::peer_source::peer_source;
-use stallscope_core::driver::UnitError;
-use stallscope_core::grid::{Point, loader_config};
-use stallscope_core::suite::{DataPlan, LoaderPlan};
+use stallscope_core::{
+    UnitError,
+    grid::{Point, loader_config},
+    suite::{DataPlan, LoaderPlan},
+};
 use stallscope_loader::epoch_batches;
-use stallscope_peers::{LoaderRequest, PeerUnit, Request, protocol::PROTOCOL};
+use stallscope_peers::{LoaderRequest, PROTOCOL, PeerUnit, Request};
 
 /// Run point `p` (a peer engine) once, in a fresh harness.
 pub(super) fn run_unit(
@@ -110,9 +112,9 @@ fn dist_request(
     config_id: &str,
     repeat: u32,
     loader_only: bool,
-) -> Option<stallscope_peers::protocol::DistRequest> {
+) -> Option<stallscope_peers::DistRequest> {
     let l = &stallscope_core::ranks::current()?.layout;
-    (l.world_size > 1 && !loader_only).then(|| stallscope_peers::protocol::DistRequest {
+    (l.world_size > 1 && !loader_only).then(|| stallscope_peers::DistRequest {
         rank: l.rank,
         world_size: l.world_size,
         master_addr: l.master_addr.clone(),

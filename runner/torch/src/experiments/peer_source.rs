@@ -35,7 +35,7 @@ fn write_tensor_files(exp_id: &str, spec: &SourceSpec) -> Result<PeerFiles, Stri
     else {
         unreachable!("called for tensor sources")
     };
-    let (values, labels) = stallscope_loader::rng::tensor_data(samples, features, classes, seed);
+    let (values, labels) = stallscope_loader::tensor_data(samples, features, classes, seed);
     let dir = std::env::temp_dir().join(format!(
         "stallscope-peers-{}-{}",
         std::process::id(),
@@ -126,8 +126,7 @@ pub(super) fn peer_source(
             "samples": samples,
         }),
         SourceSpec::Images(img) => {
-            let src =
-                stallscope_loader::images::ImageDirSource::open(img).map_err(|e| e.to_string())?;
+            let src = stallscope_loader::ImageDirSource::open(img).map_err(|e| e.to_string())?;
             let files: Vec<serde_json::Value> = src
                 .files()
                 .iter()

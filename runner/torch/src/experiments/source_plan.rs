@@ -4,11 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use stallscope_core::driver::UnitError;
-use stallscope_core::model_spec::ModelSpec;
-use stallscope_core::suite::{DataPlan, LoaderPlan};
-use stallscope_loader::generate::{ImageSetSpec, default_cache_root, ensure_image_set};
-use stallscope_loader::{ImageSpec, SourceSpec};
+use stallscope_core::{
+    ModelSpec, UnitError,
+    suite::{DataPlan, LoaderPlan},
+};
+use stallscope_loader::{
+    ImageSetSpec, ImageSpec, SourceSpec, default_cache_root, ensure_image_set,
+};
 
 /// A native source (none for a Python Dataset) and what it is, in words.
 type Source = (Option<SourceSpec>, String);

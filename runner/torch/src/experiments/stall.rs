@@ -13,9 +13,11 @@ use super::common::{GridExperiment, RunCtx, failed};
 use super::loader_common::{Common, native_feed, recorded};
 use super::native_feed::{NativeFeed, Pinning};
 use crate::feed::{EpochIter, Feed, FeedError, HostBatch};
-use stallscope_core::driver::UnitError;
-use stallscope_core::grid::Point;
-use stallscope_core::suite::{ExperimentPlan, ExperimentSpec};
+use stallscope_core::{
+    UnitError,
+    grid::Point,
+    suite::{ExperimentPlan, ExperimentSpec},
+};
 
 const WAYS: [(&str, &str); 3] = [
     (

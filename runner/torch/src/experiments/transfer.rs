@@ -1,9 +1,9 @@
 //! `transfer`: host-to-device copies by size, pageable vs pinned, blocking vs
-//! non-blocking, each copy one step of the one loop (`stallscope_core::measure`).
-//! Whole-run: `copies` copies between two synchronizations (bytes / seconds
-//! is the bandwidth). Diagnostic: each copy synchronized.
-//! On the CPU there is no device to copy to: the experiment then measures a
-//! host memory copy of the same size and says so.
+//! non-blocking, each copy one step of the one loop
+//! (`stallscope_core::run_epoch`). Whole-run: `copies` copies between two
+//! synchronizations (bytes / seconds is the bandwidth). Diagnostic: each copy
+//! synchronized. On the CPU there is no device to copy to: the experiment
+//! then measures a host memory copy of the same size and says so.
 
 use stallscope_bundle::{
     Configuration, Experiment, ExperimentKind, Memory, ParamValue, Run, TimingMode,
@@ -12,10 +12,12 @@ use tch::{Kind, Tensor};
 
 use super::common::{GridExperiment, RunCtx, failed};
 use crate::device::DeviceCtx;
-use stallscope_core::cost::GpuTarget;
-use stallscope_core::driver::UnitError;
-use stallscope_core::measure::{EpochSlot, EpochSteps, LoopError, Stages, Steps, Taken, run_epoch};
-use stallscope_core::suite::{ExperimentPlan, ExperimentSpec};
+use stallscope_core::{
+    EpochSlot, EpochSteps, LoopError, Stages, Steps, Taken, UnitError,
+    cost::GpuTarget,
+    run_epoch,
+    suite::{ExperimentPlan, ExperimentSpec},
+};
 
 pub struct Transfer {
     id: String,

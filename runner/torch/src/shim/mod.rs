@@ -15,7 +15,6 @@ unsafe extern "C" {
     fn ss_torch_version() -> *const c_char;
     fn ss_set_tf32(matmul: c_int, cudnn: c_int) -> c_int;
     fn ss_get_tf32(matmul: *mut c_int, cudnn: *mut c_int) -> c_int;
-    fn ss_set_flush_denormal(on: c_int) -> c_int;
     fn ss_cuda_memory_stats(device: c_int, out4: *mut u64) -> c_int;
     fn ss_cuda_reset_peak(device: c_int) -> c_int;
     fn ss_cuda_empty_cache() -> c_int;
@@ -84,17 +83,6 @@ pub fn set_tf32(flags: Tf32) -> Result<(), ShimError> {
     check("set_tf32", unsafe {
         ss_set_tf32(flags.matmul.into(), flags.cudnn.into())
     })
-}
-
-/// Flush denormal floats to zero in CPU kernels (`torch.set_flush_denormal`).
-/// Returns whether the CPU supports it (SSE3 on x86).
-pub fn set_flush_denormal(on: bool) -> Result<bool, ShimError> {
-    // SAFETY: plain value argument.
-    match unsafe { ss_set_flush_denormal(on.into()) } {
-        0 => Ok(true),
-        1 => Ok(false),
-        _ => Err(last_error("set_flush_denormal")),
-    }
 }
 
 /// Read the TF32 flags back.

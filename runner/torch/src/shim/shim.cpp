@@ -59,13 +59,6 @@ int ss_get_tf32(int* matmul, int* cudnn) {
   });
 }
 
-// Flush denormal floats to zero on the CPU (returns -1 where unsupported).
-int ss_set_flush_denormal(int on) {
-  int rc = 0;
-  int g = guarded([&] { rc = at::globalContext().setFlushDenormal(on != 0) ? 0 : 1; });
-  return g != 0 ? -1 : rc;
-}
-
 // Caching-allocator counters of one CUDA device: current and peak bytes
 // allocated to tensors and reserved from the driver.
 int ss_cuda_memory_stats(int device, uint64_t* out4) {

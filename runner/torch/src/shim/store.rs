@@ -15,6 +15,7 @@ unsafe extern "C" {
         timeout_ms: i64,
     ) -> *mut c_void;
     fn ss_store_free(store: *mut c_void);
+    #[cfg(test)]
     fn ss_store_port(store: *mut c_void) -> c_int;
     fn ss_store_set(store: *mut c_void, key: *const c_char, value: *const c_char) -> c_int;
     fn ss_store_add(store: *mut c_void, key: *const c_char, delta: i64, out: *mut i64) -> c_int;
@@ -29,7 +30,7 @@ unsafe extern "C" {
     ) -> c_int;
 }
 
-pub use stallscope_core::ranks::store::{KvStore, StoreError, Waited};
+pub use stallscope_core::ranks::{KvStore, StoreError, Waited};
 
 fn error(call: &'static str) -> StoreError {
     // SAFETY: a pointer to the shim's thread-local NUL-terminated string.
@@ -79,7 +80,8 @@ impl TcpStore {
         }
     }
 
-    /// The port the store listens on.
+    /// The port the store listens on (the tests' clients connect to it).
+    #[cfg(test)]
     pub fn port(&self) -> u16 {
         // SAFETY: a live store.
         unsafe { ss_store_port(self.ptr) as u16 }
@@ -209,7 +211,7 @@ impl Drop for TcpStore {
 
 #[cfg(test)]
 mod tests {
-    use stallscope_core::ranks::barrier::{Barrier, BarrierError, Place};
+    use stallscope_core::ranks::{Barrier, BarrierError, Place};
 
     use super::*;
 
@@ -323,7 +325,7 @@ mod tests {
         let port = server.port();
         let waiter = TcpStore::open("127.0.0.1", port, false, t).unwrap();
         let setter = TcpStore::open("127.0.0.1", port, false, t).unwrap();
-        let mut rng = stallscope_loader::rng::Rng::new(3);
+        let mut rng = stallscope_loader::Rng::new(3);
         let slice = Duration::from_millis(20);
         for case in 0..40 {
             let key = format!("late/{case}");

@@ -27,7 +27,7 @@ fn mem_ranks(world: u32, t: Duration, prefix: &str) -> Vec<Barrier> {
         .collect()
 }
 
-/// The stores the barrier's tests run over here (the libtorch engine runs
+/// The stores the barrier's tests run over here (the libtorch back end runs
 /// the same barrier over c10d's TCPStore in its own tests and end to end).
 const STORES: [(&str, Ranks); 1] = [("memory", mem_ranks)];
 
@@ -105,7 +105,7 @@ fn meet_and_name_the_missing(ranks: Ranks) {
 /// timeout far longer; the others' flags are set too.
 #[test]
 fn one_ranks_stop_stops_the_others_within_a_slice() {
-    let mut rng = stallscope_loader::rng::Rng::new(11);
+    let mut rng = stallscope_loader::Rng::new(11);
     for case in 0..4 {
         let world = 2 + rng.below(3) as u32;
         let stopper = rng.below(u64::from(world)) as u32;
@@ -199,7 +199,7 @@ fn meet_across_units(ranks: Ranks) {
 /// of step and what each was at; the barrier then stays broken.
 #[test]
 fn ranks_out_of_step_are_found_within_a_few_slices() {
-    let mut rng = stallscope_loader::rng::Rng::new(23);
+    let mut rng = stallscope_loader::Rng::new(23);
     for case in 0..7 {
         let mut world = 2 + rng.below(3) as u32;
         let mut leaver = rng.below(u64::from(world)) as u32;

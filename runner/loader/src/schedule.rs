@@ -68,8 +68,8 @@ impl Loader {
     /// Record worker tracks (each batch's worker, samples and stages, and
     /// when the consumer took it) in the epochs started from now on: the
     /// runner's diagnostic epochs, never its whole-run ones. Bounded by
-    /// [`MAX_TRACKED_BATCHES`](crate::trace::MAX_TRACKED_BATCHES) and
-    /// [`MAX_TRACKED_SAMPLES`](crate::trace::MAX_TRACKED_SAMPLES); nothing
+    /// `trace::MAX_TRACKED_BATCHES` and
+    /// `trace::MAX_TRACKED_SAMPLES`; nothing
     /// is recorded with workers = 0.
     pub fn set_tracing(&mut self, on: bool) {
         self.tracing = on;

@@ -1,17 +1,22 @@
-//! The job of a merged multi-rank configuration as one training run: its
-//! runs made from the ranks' runs of one (timing mode, repeat, epoch).
+//! The pooled run of a merged multi-rank configuration: its ranks' runs of
+//! one (timing mode, repeat, epoch) as one training run.
 //!
 //! - whole-run: samples of every rank ÷ the slowest rank's wall time (the
-//!   job is done when its last rank is), the step time the largest of the
+//!   run is done when its last rank is), the step time the largest of the
 //!   ranks', the sampled timeline the slowest rank's;
 //! - diagnostic: the stage figures of the rank with the most work per step
 //!   (the one the others waited for), samples of every rank, the longest
 //!   epoch; its comm is that rank's own synchronisation overhead.
 //!
-//! Both carry the job's CPU cost (every rank's CPU-seconds over the longest
+//! Both carry the pooled CPU cost (every rank's CPU-seconds over the longest
 //! epoch) and each memory peak's largest value over the ranks. A (repeat,
-//! epoch) some rank did not measure makes no job run (said in a note). Every figure read off a configuration of job runs (the tables,
-//! `compare`) is then the job's, not one rank's pooled over the ranks.
+//! epoch) some rank did not measure makes no pooled run (said in a note).
+//! Every figure read off a configuration of pooled runs (the tables,
+//! `compare`) is then the pooled run's, not one rank's.
+//!
+//! The format names a pooled run `Run.job` (`JobOf`, format 1.3) and its id
+//! `job-…`; those names stay (the format only grows). Everywhere else "job"
+//! is the user's training command under `stallscope job`.
 
 use std::collections::BTreeMap;
 
@@ -21,10 +26,10 @@ use crate::format::{
     Configuration, CpuCost, Diagnostic, JobOf, Memory, Phase, Run, StageStat, TimingMode,
 };
 
-/// The job runs of a configuration whose runs carry ranks, and notes on the
-/// (repeat, epoch) pairs left out. `world`: the ranks of the job (`None`:
+/// The pooled runs of a configuration whose runs carry ranks, and notes on
+/// the (repeat, epoch) pairs left out. `world`: the ranks pooled (`None`:
 /// the ranks the configuration's runs name).
-pub fn job_runs(c: &Configuration, world: Option<u32>) -> (Vec<Run>, Vec<String>) {
+pub fn pooled_runs(c: &Configuration, world: Option<u32>) -> (Vec<Run>, Vec<String>) {
     let mut groups: BTreeMap<(u8, u32, u32), BTreeMap<u32, &Run>> = BTreeMap::new();
     let mut ranks = std::collections::BTreeSet::new();
     for r in c.runs.iter().filter(|r| run_mode_known(r)) {
@@ -58,16 +63,16 @@ pub fn job_runs(c: &Configuration, world: Option<u32>) -> (Vec<Run>, Vec<String>
             continue;
         }
         let run = if *mode == 1 {
-            job_diagnostic(&runs, world)
+            pooled_diagnostic(&runs, world)
         } else {
-            job_whole_run(&runs, world)
+            pooled_whole_run(&runs, world)
         };
         out.extend(run);
     }
     let mut notes = Vec::new();
     if !left_out.is_empty() {
         notes.push(format!(
-            "no job figure for the epochs not every rank measured: {}.",
+            "no pooled figure for the epochs not every rank measured: {}.",
             left_out.join(", ")
         ));
     }
@@ -86,9 +91,9 @@ fn plain_id(r: &Run) -> &str {
     }
 }
 
-/// A job run's skeleton: the first rank's identity, no rank, no per-rank
+/// A pooled run's skeleton: the first rank's identity, no rank, no per-rank
 /// parts (steps and loader statistics stay with the ranks).
-fn job_shell(first: &Run, world: u32, slowest: u32) -> Run {
+fn pooled_shell(first: &Run, world: u32, slowest: u32) -> Run {
     let mut run = Run::new(
         format!("job-{}", plain_id(first)),
         first.timing_mode.clone(),
@@ -114,7 +119,7 @@ fn argmax(values: impl Iterator<Item = f64>) -> Option<usize> {
     best.map(|(i, _)| i)
 }
 
-fn job_whole_run(runs: &[&Run], world: u32) -> Option<Run> {
+fn pooled_whole_run(runs: &[&Run], world: u32) -> Option<Run> {
     let wholes: Vec<_> = runs.iter().map(|r| r.whole_run.as_ref()).collect();
     let seconds: Vec<f64> = wholes
         .iter()
@@ -126,7 +131,7 @@ fn job_whole_run(runs: &[&Run], world: u32) -> Option<Run> {
         .sum::<Option<u64>>()?;
     let slow = argmax(seconds.iter().copied())?;
     let wall = seconds[slow];
-    let mut run = job_shell(runs[0], world, runs[slow].rank.unwrap_or(0));
+    let mut run = pooled_shell(runs[0], world, runs[slow].rank.unwrap_or(0));
     let w = run.whole_run.insert(Default::default());
     w.seconds = Some(wall);
     w.samples = Some(samples);
@@ -140,7 +145,7 @@ fn job_whole_run(runs: &[&Run], world: u32) -> Option<Run> {
         .then(|| steps.iter().copied().fold(f64::NEG_INFINITY, f64::max));
     w.bytes = wholes.iter().map(|w| w.and_then(|w| w.bytes)).sum();
     run.memory = max_memory(runs);
-    run.cost = job_cost(runs, samples);
+    run.cost = pooled_cost(runs, samples);
     run.timeline = runs[slow].timeline.clone();
     Some(run)
 }
@@ -152,7 +157,7 @@ fn work_per_step(r: &Run) -> Option<f64> {
     Some(mean(&d.next_wait)? + mean(&d.transfer)? + mean(&d.compute)?)
 }
 
-fn job_diagnostic(runs: &[&Run], world: u32) -> Option<Run> {
+fn pooled_diagnostic(runs: &[&Run], world: u32) -> Option<Run> {
     let work: Vec<f64> = runs
         .iter()
         .map(|r| work_per_step(r))
@@ -162,7 +167,7 @@ fn job_diagnostic(runs: &[&Run], world: u32) -> Option<Run> {
         .iter()
         .map(|r| r.diagnostic.as_ref())
         .collect::<Option<_>>()?;
-    let mut run = job_shell(runs[0], world, runs[slow].rank.unwrap_or(0));
+    let mut run = pooled_shell(runs[0], world, runs[slow].rank.unwrap_or(0));
     let mut d = diags[slow].clone();
     d.seconds = diags
         .iter()
@@ -175,13 +180,13 @@ fn job_diagnostic(runs: &[&Run], world: u32) -> Option<Run> {
     let samples = d.samples;
     run.diagnostic = Some(d);
     run.memory = max_memory(runs);
-    run.cost = samples.and_then(|n| job_cost(runs, n));
+    run.cost = samples.and_then(|n| pooled_cost(runs, n));
     Some(run)
 }
 
-/// The job's CPU cost when every rank has one: the CPU-seconds of every
-/// rank's processes over the longest epoch, per 1,000 samples of the job.
-fn job_cost(runs: &[&Run], samples: u64) -> Option<CpuCost> {
+/// The pooled CPU cost when every rank has one: the CPU-seconds of every
+/// rank's processes over the longest epoch, per 1,000 pooled samples.
+fn pooled_cost(runs: &[&Run], samples: u64) -> Option<CpuCost> {
     let costs: Vec<&CpuCost> = runs
         .iter()
         .map(|r| r.cost.as_ref())
@@ -210,7 +215,7 @@ fn max_memory(runs: &[&Run]) -> Option<Memory> {
         device_used_bytes: max(|m| m.device_used_bytes),
         device_total_bytes: max(|m| m.device_total_bytes),
         // The processes of the rank whose largest worker holds the most
-        // private memory (a job's figure per worker is its worst rank's).
+        // private memory (a pooled figure per worker is its worst rank's).
         processes: mems
             .iter()
             .max_by_key(|m| {
@@ -222,9 +227,9 @@ fn max_memory(runs: &[&Run]) -> Option<Memory> {
     })
 }
 
-/// Whether a configuration's runs are a job's (format 1.3) or carry ranks
+/// Whether a configuration's runs are pooled (format 1.3) or carry ranks
 /// (format 1.2): the world size either way, else `None` (one process).
-pub fn job_world(c: &Configuration) -> Option<u32> {
+pub fn pooled_world(c: &Configuration) -> Option<u32> {
     if let Some(cols) = &c.ranks {
         return Some(cols.world);
     }
@@ -234,22 +239,22 @@ pub fn job_world(c: &Configuration) -> Option<u32> {
     (!ranks.is_empty()).then_some(ranks.len() as u32)
 }
 
-/// A job configuration's figures as a report states them.
+/// A pooled configuration's figures as a report states them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct JobSummary {
+pub struct PooledSummary {
     pub world: u32,
     pub phase: Phase,
-    /// Job samples/s over the whole-run job runs of the phase.
+    /// Pooled samples/s over the whole-run pooled runs of the phase.
     pub samples_per_s: Option<Summary>,
-    /// The job's step time: per epoch the largest of the ranks'.
+    /// The pooled step time: per epoch the largest of the ranks'.
     pub step_s: Option<Summary>,
     /// The ranks that finished last, with how many whole-run epochs each.
     pub slowest: Vec<(u32, u64)>,
 }
 
-/// The job figures of a configuration of job runs (format 1.3, or a 1.2
-/// one through `merge::job_view`); `None` for one process.
-pub fn job_summary(c: &Configuration, phase: Phase) -> Option<JobSummary> {
+/// The pooled figures of a configuration of pooled runs (format 1.3, or a
+/// 1.2 one through `merge::job_view`); `None` for one process.
+pub fn pooled_summary(c: &Configuration, phase: Phase) -> Option<PooledSummary> {
     let world = c.ranks.as_ref()?.world;
     let key = |m| MetricKey::new(m, TimingMode::WholeRun, phase);
     let mut slowest: BTreeMap<u32, u64> = BTreeMap::new();
@@ -264,7 +269,7 @@ pub fn job_summary(c: &Configuration, phase: Phase) -> Option<JobSummary> {
     }
     let mut slowest: Vec<(u32, u64)> = slowest.into_iter().collect();
     slowest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    Some(JobSummary {
+    Some(PooledSummary {
         world,
         phase,
         samples_per_s: metric_summary(c, &key(Metric::SamplesPerS)),

@@ -1,4 +1,4 @@
-//! The wgpu engine: any Vulkan/Metal/DX12 adapter (Debian's lavapipe
+//! The wgpu back end: any Vulkan/Metal/DX12 adapter (Debian's lavapipe
 //! without a GPU). It runs `compute` and `batch_sweep` experiments of the
 //! seeds/000 linear model (as WGSL passes), `transfer` experiments, and
 //! `loader` and `stall` experiments fed by the native loader, through the
@@ -7,36 +7,37 @@
 
 use stallscope_bundle::{Environment, Experiment, ExperimentKind, PrecisionInfo};
 
-use super::{LinearPlan, TransferPlan, WgpuCtx, WgpuError, WgpuLinear, WgpuTransfer, loader};
-use stallscope_core::driver::{Driven, NotApplicable, UnitError};
-use stallscope_core::engine::Engine;
-use stallscope_core::envinfo;
-use stallscope_core::model_spec::ModelSpec;
-use stallscope_core::suite::{DataSpec, ExperimentPlan, ExperimentSpec, Plan};
+use super::linear::{LinearPlan, WgpuLinear};
+use super::transfer::{TransferPlan, WgpuTransfer};
+use super::{WgpuCtx, WgpuError, loader};
+use stallscope_core::{
+    Backend, Driven, ModelSpec, NotApplicable, UnitError, host_info, runner_info,
+    suite::{DataSpec, ExperimentPlan, ExperimentSpec, Plan},
+};
 
 /// Learning rate of the seeds/000 classifier (SGD 0.01).
 const LINEAR_LR: f32 = 0.01;
 
-/// The wgpu engine: one device context for the whole run.
-pub struct WgpuEngine {
+/// The wgpu back end: one device context for the whole run.
+pub struct WgpuBackend {
     ctx: WgpuCtx,
 }
 
-impl WgpuEngine {
-    pub fn new() -> Result<WgpuEngine, WgpuError> {
-        Ok(WgpuEngine {
+impl WgpuBackend {
+    pub fn new() -> Result<WgpuBackend, WgpuError> {
+        Ok(WgpuBackend {
             ctx: WgpuCtx::new()?,
         })
     }
 }
 
-impl Engine for WgpuEngine {
+impl Backend for WgpuBackend {
     fn environment(&self) -> Environment {
         stallscope_bundle::Environment {
-            runner: Some(envinfo::runner()),
+            runner: Some(runner_info()),
             command_line: Vec::new(),
             suite: None,
-            host: Some(envinfo::host()),
+            host: Some(host_info()),
             device: Some(self.ctx.device_info()),
             libtorch: None,
             wgpu: Some(self.ctx.wgpu_info()),

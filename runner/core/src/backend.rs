@@ -1,8 +1,9 @@
-//! Engines and the run of a whole suite. An [`Engine`] (libtorch, wgpu;
-//! Python-hosted engines next) turns each plan entry into a [`Driven`]
-//! experiment — or a skeleton that says why it is not applicable — and says
-//! what the bundle records about its device; [`run_plan`] puts them in one
-//! bundle and runs each through the one driver. Nothing here knows a device.
+//! Back ends and the run of a whole suite. A [`Backend`] (libtorch, wgpu:
+//! the device a suite runs on; the Python-hosted loader engines run under
+//! the libtorch one) turns each plan entry into a [`Driven`] experiment — or
+//! a skeleton that says why it is not applicable — and says what the bundle
+//! records about its device; [`run_plan`] puts them in one bundle and runs
+//! each through the one driver. Nothing here knows a device.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -18,8 +19,8 @@ use crate::driver::{self, Driven, Outcome, Progress, UnitCtx, UnitError};
 use crate::envinfo;
 use crate::suite::{ExperimentPlan, Plan};
 
-/// A back end that runs experiments.
-pub trait Engine {
+/// A device back end (libtorch, wgpu) that runs experiments.
+pub trait Backend {
     /// What the bundle records about the machine, the device and libraries
     /// (`run_plan` adds the suite and the seeds).
     fn environment(&self) -> Environment;
@@ -29,7 +30,7 @@ pub trait Engine {
     fn title_suffix(&self) -> &str {
         ""
     }
-    /// Notes for the bundle about how this engine measured (by default
+    /// Notes for the bundle about how this back end measured (by default
     /// the one loop's: whether each epoch's host peak is its own).
     fn notes(&self) -> Vec<String> {
         let mut notes: Vec<String> = crate::host::peak_rss_note().into_iter().collect();
@@ -38,7 +39,7 @@ pub trait Engine {
         }
         notes
     }
-    /// The experiment of a plan entry as this engine runs it; its skeleton
+    /// The experiment of a plan entry as this back end runs it; its skeleton
     /// carries `not_applicable` (with the reason) when it cannot.
     fn experiment<'a>(
         &'a self,
@@ -76,20 +77,20 @@ pub struct Finished {
     pub interrupted: bool,
 }
 
-/// Run a validated plan on an engine: every experiment through the driver,
+/// Run a validated plan on a back end: every experiment through the driver,
 /// the bundle saved after every unit and at the end. Printing is the
 /// caller's.
 pub fn run_plan(
     plan: &Plan,
-    engine: &dyn Engine,
+    backend: &dyn Backend,
     options: &RunOptions,
 ) -> anyhow::Result<Finished> {
-    let (mut bundle, path) = started_bundle(plan, engine, options.out_dir);
+    let (mut bundle, path) = started_bundle(plan, backend, options.out_dir);
 
     // Build every experiment first so the bundle lists them all from the start.
     let mut driven: Vec<Box<dyn Driven + '_>> = Vec::new();
     for p in &plan.experiments {
-        let d = engine
+        let d = backend
             .experiment(p, plan)
             .with_context(|| format!("preparing experiment {}", p.id))?;
         let skeleton = d.skeleton();
@@ -142,8 +143,8 @@ pub fn run_plan(
 
 /// The bundle a run starts with (its environment, id and title, no
 /// experiments yet) and the file it is saved to.
-fn started_bundle(plan: &Plan, engine: &dyn Engine, out_dir: Option<&Path>) -> (Bundle, PathBuf) {
-    let mut environment = engine.environment();
+fn started_bundle(plan: &Plan, backend: &dyn Backend, out_dir: Option<&Path>) -> (Bundle, PathBuf) {
+    let mut environment = backend.environment();
     environment.command_line = std::env::args().collect();
     environment.suite = Some(SuiteRecord {
         name: plan.name.clone(),
@@ -163,8 +164,8 @@ fn started_bundle(plan: &Plan, engine: &dyn Engine, out_dir: Option<&Path>) -> (
         title: format!(
             "{} on {}{}",
             plan.title,
-            engine.device_name(),
-            engine.title_suffix()
+            backend.device_name(),
+            backend.title_suffix()
         ),
         created_at,
         provenance: Provenance::Measured,
@@ -175,7 +176,7 @@ fn started_bundle(plan: &Plan, engine: &dyn Engine, out_dir: Option<&Path>) -> (
             message: None,
         },
         ranks: Vec::new(),
-        notes: engine.notes(),
+        notes: backend.notes(),
     };
     (bundle, path)
 }
@@ -223,7 +224,7 @@ pub fn bundle_id() -> (String, String) {
     let s = secs.rem_euclid(86_400);
     let (h, mi, se) = (s / 3600, s % 3600 / 60, s % 60);
     let state = now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
-    let suffix = stallscope_loader::rng::Rng::new(state).next_u64() & 0xffff;
+    let suffix = stallscope_loader::Rng::new(state).next_u64() & 0xffff;
     (
         format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{se:02}Z"),
         format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{se:02}Z-{suffix:04x}"),

@@ -1,5 +1,5 @@
-//! Property tests of a merged bundle's job figures and of scaling
-//! efficiency over generated bundles: the job's rate is every rank's
+//! Property tests of a merged bundle's pooled figures and of scaling
+//! efficiency over generated bundles: the pooled rate is every rank's
 //! samples over the slowest rank's wall time and its step the largest;
 //! ranks identical to a one-process run scale with efficiency 1 and no
 //! loss; the loss split sums to the loss; the order of runs and of the two
@@ -64,20 +64,20 @@ fn rate(b: &Bundle, phase: Phase) -> f64 {
 }
 
 #[test]
-fn the_job_pools_samples_over_the_slowest_wall_time() {
+fn the_pooled_run_pools_samples_over_the_slowest_wall_time() {
     let mut g = Gen(0x5EED_0020);
     for case in 0..80 {
         let plan = Plan::draw(&mut g);
         let mut runs = ranked_runs(&mut g, &plan);
         let c = config(runs.clone());
-        let (jobs, notes) = job_runs(&c, Some(plan.ranks));
+        let (pooled, notes) = pooled_runs(&c, Some(plan.ranks));
         assert!(notes.is_empty(), "case {case}: {notes:?}");
         assert_eq!(
-            jobs.len() as u32,
+            pooled.len() as u32,
             2 * plan.repeats * plan.epochs,
             "case {case}"
         );
-        for j in jobs
+        for j in pooled
             .iter()
             .filter(|j| j.timing_mode == TimingMode::WholeRun)
         {
@@ -100,7 +100,7 @@ fn the_job_pools_samples_over_the_slowest_wall_time() {
             let steps = ranks.iter().map(|r| Metric::StepTimeS.of_run(r).unwrap());
             assert_eq!(jw.step_s, Some(steps.fold(0.0, f64::max)), "case {case}");
             assert_eq!(j.job.as_ref().unwrap().ranks, plan.ranks);
-            // The job's CPU is every rank's, over the longest epoch.
+            // The pooled CPU is every rank's, over the longest epoch.
             let cpu: f64 = ranks.iter().map(|r| r.cost.as_ref().unwrap().cpu_s).sum();
             let jc = j.cost.as_ref().unwrap();
             assert!((jc.cpu_s - cpu).abs() <= 1e-9 * cpu, "case {case}");
@@ -110,27 +110,27 @@ fn the_job_pools_samples_over_the_slowest_wall_time() {
                 "case {case}"
             );
         }
-        // The runs' order does not change the job.
+        // The runs' order does not change the pooled runs.
         g.shuffle(&mut runs);
-        let (again, _) = job_runs(&config(runs), Some(plan.ranks));
-        assert_eq!(again, jobs, "case {case}");
+        let (again, _) = pooled_runs(&config(runs), Some(plan.ranks));
+        assert_eq!(again, pooled, "case {case}");
     }
 }
 
 #[test]
-fn an_epoch_a_rank_did_not_measure_makes_no_job_run() {
+fn an_epoch_a_rank_did_not_measure_makes_no_pooled_run() {
     let mut g = Gen(0x5EED_0021);
     for case in 0..40 {
         let plan = Plan::draw(&mut g);
         let mut runs = ranked_runs(&mut g, &plan);
         let gone = g.below(runs.len() as u64) as usize;
         let lost = runs.remove(gone);
-        let (jobs, notes) = job_runs(&config(runs), Some(plan.ranks));
+        let (pooled, notes) = pooled_runs(&config(runs), Some(plan.ranks));
         let hit = |j: &Run| {
             j.repeat == lost.repeat && j.epoch == lost.epoch && j.timing_mode == lost.timing_mode
         };
-        assert!(!jobs.iter().any(hit), "case {case}");
-        assert_eq!(jobs.len() as u32, 2 * plan.repeats * plan.epochs - 1);
+        assert!(!pooled.iter().any(hit), "case {case}");
+        assert_eq!(pooled.len() as u32, 2 * plan.repeats * plan.epochs - 1);
         assert!(notes[0].contains(&format!("{} of {} ranks", plan.ranks - 1, plan.ranks)));
     }
 }
