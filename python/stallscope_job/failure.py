@@ -10,6 +10,7 @@ exception reaches the main process re-raised, with the worker's traceback in its
 from __future__ import annotations
 
 import os
+import types
 import re
 import sysconfig
 import traceback
@@ -74,3 +75,23 @@ def describe(kind, value, tb, tail_lines: int) -> dict:
             "message": message[:2000], "traceback_tail": text.rstrip("\n").split("\n")[-tail_lines:],
             "traceback": text[-20000:], "user_frame": user_frame(tb),
             "worker_frame": worker_frame(message)}
+
+
+def is_ours(filename: str) -> bool:
+    """A file of stallscope's own packages (python/stallscope_*)."""
+    parts = os.path.normpath(filename).split(os.sep)
+    return len(parts) >= 2 and parts[-2].startswith("stallscope_")
+
+
+def without_ours(tb):
+    """The traceback `tb` with stallscope's own frames left out (its patches sit between the
+    script and the DataLoader): what the script's traceback would be without the instrumentation."""
+    kept = []
+    while tb is not None:
+        if not is_ours(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    out = None
+    for t in reversed(kept):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out

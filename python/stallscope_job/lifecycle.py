@@ -61,6 +61,12 @@ def _chain_excepthook(rt) -> None:
                                 "describe_error": f"{type(e).__name__}: {e}"}
             # Python dies of SIGINT after an uncaught KeyboardInterrupt
             rt.exception["status"] = None if issubclass(kind, KeyboardInterrupt) else 1
+            # The script's own traceback, as it would print without stallscope.
+            try:
+                tb = failure.without_ours(tb)
+                value = value.with_traceback(tb)
+            except Exception:  # noqa: BLE001 (the traceback then prints as it is)
+                pass
         previous(kind, value, tb)
 
     sys.excepthook = excepthook

@@ -48,6 +48,7 @@ fn only(b: &Bundle) -> &Configuration {
 fn message(c: &Configuration) -> String {
     match c.failure.as_ref().expect("a failure") {
         Failure::Error { message }
+        | Failure::Script { message, .. }
         | Failure::Interrupted { message }
         | Failure::Panic { message }
         | Failure::WorkerError { message, .. } => message.clone(),
@@ -552,4 +553,79 @@ fn a_lightning_trainer_with_validation_is_measured_with_loader_1() {
         .and_then(|r| r.whole_run.as_ref())
         .unwrap();
     assert_eq!((whole.steps, whole.samples), (Some(8), Some(8 * 64)));
+}
+
+/// A Dataset that raises on sample 40 (its 6th batch of 8, after 2 warm-up
+/// steps): what stallscope says of it is the user's exception, its text and
+/// the line of their own code, in a few lines, with no frame of the
+/// harness or of PyTorch; the whole traceback is kept in the bundle.
+#[test]
+fn a_failing_script_is_shown_as_its_own_exception_and_line() {
+    let dir = temp_dir("job-bad-sample");
+    let out = dir.path().join("out");
+    let o = job(
+        &out,
+        &["--steps", "20", "--warmup", "2"],
+        "faults/bad_sample.py",
+        &["--bad", "40"],
+    )
+    .output()
+    .unwrap();
+    assert_exit(&o, 1);
+    let b = valid_bundle(&out.join("bundle.json"));
+    let c = only(&b);
+    let Some(Failure::Script {
+        message,
+        exception,
+        at,
+        traceback,
+    }) = &c.failure
+    else {
+        panic!("not the script's exception: {:?}", c.failure);
+    };
+    assert_eq!(exception.as_deref(), Some("ValueError"));
+    assert_eq!(at.as_deref(), Some("bad_sample.py:20 in __getitem__"));
+    assert!(
+        message.starts_with("ValueError: sample 40 is corrupt, at bad_sample.py:20"),
+        "{message}"
+    );
+    let tb = traceback.as_deref().unwrap_or("");
+    assert!(tb.starts_with("Traceback (most recent call last)"), "{tb}");
+    assert!(tb.contains("raise ValueError"), "{tb}");
+    // What stallscope printed of it: the configuration's failure lines.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let said: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.contains("your script raised"))
+        .take_while(|l| {
+            !l.trim().is_empty() && (l.contains("your script raised") || l.starts_with("    "))
+        })
+        .collect();
+    assert!(!said.is_empty(), "{stdout}");
+    assert!(
+        said.len() < 10,
+        "{} lines:\n{}",
+        said.len(),
+        said.join("\n")
+    );
+    let said = said.join(" ");
+    for harness in [
+        "stallscope_job",
+        "stallscope_steps",
+        "site-packages",
+        "window.py",
+        "dataloader.py",
+    ] {
+        assert!(!said.contains(harness), "{harness} in: {said}");
+    }
+    assert!(said.contains("ValueError: sample 40 is corrupt"), "{said}");
+    assert!(said.contains("bad_sample.py:20"), "{said}");
+    // The script's own traceback, as Python printed it, has no frame of
+    // stallscope's patches between the script and the DataLoader.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("ValueError: sample 40 is corrupt"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("stallscope_job/"), "{stderr}");
 }

@@ -2,16 +2,21 @@
 //! `host_peak_rss_bytes` is its own, not the process's peak so far, because
 //! the one loop resets it before every epoch. An epoch that holds a large
 //! buffer is followed by one that does not; the second's figure is the small
-//! one, on libtorch (the CPU) and on wgpu (lavapipe). Its own process, so no
-//! other test's memory moves the peaks.
+//! one, on libtorch (the CPU) with the in-loop loader and with the native
+//! loader (stallscope's own, worker threads), and on wgpu (lavapipe). Its
+//! own process, so no other test's memory moves the peaks. The Python
+//! engines (pytorch, spdl, dali, nodes) and the job hold the same rule in
+//! python/tests/test_peaks.py and test_job.py (PeakMemory), through the
+//! harness and the instrumentation the runner reads.
 
 use std::sync::atomic::AtomicBool;
 
 use stallscope_bundle::{Run, TimingMode};
 use stallscope_core::{EpochSlot, ModelSpec, run_epoch};
+use stallscope_loader::{LoaderConfig, SourceSpec, WorkerKind};
 use stallscope_torch::{
-    CopyMode, EpochIter, Feed, FeedError, HostBatch, InLoopConfig, InLoopLoader, Order,
-    TensorDataset, Trainer, train_epoch,
+    CopyMode, EpochIter, Feed, FeedError, HostBatch, InLoopConfig, InLoopLoader, NativeFeed, Order,
+    Pinning, TensorDataset, Trainer, train_epoch,
 };
 use stallscope_wgpu::{Batches, HostBatch as WgpuBatch, LinearTrainer, WgpuCtx, WgpuSteps};
 
@@ -19,8 +24,8 @@ const BALLAST: usize = 384 << 20;
 
 /// A feed whose epoch 0 holds a large buffer (every page touched) while it
 /// runs.
-struct Heavy {
-    inner: InLoopLoader<TensorDataset>,
+struct Heavy<F: Feed> {
+    inner: F,
 }
 
 struct HeavyEpoch<'a> {
@@ -34,7 +39,7 @@ impl EpochIter for HeavyEpoch<'_> {
     }
 }
 
-impl Feed for Heavy {
+impl<F: Feed> Feed for Heavy<F> {
     fn name(&self) -> &str {
         "heavy"
     }
@@ -91,24 +96,14 @@ fn assert_own(backend: &str, peaks: &[u64]) {
     );
 }
 
-fn libtorch() {
+fn libtorch(name: &str, feed: impl Feed) {
     let spec = ModelSpec::Linear {
         features: 64,
         classes: 4,
     };
     let ctx = stallscope_torch::DeviceCtx::cpu();
     let mut trainer = Trainer::new(spec, spec.default_optimizer(), ctx.device, 0).unwrap();
-    let inner = InLoopLoader::new(
-        stallscope_torch::tensor_data(512, 64, 4, 1),
-        InLoopConfig {
-            batch_size: 64,
-            order: Order::Shuffled { seed: 42 },
-            drop_last: false,
-            pin_for: None,
-        },
-    )
-    .unwrap();
-    let mut feed = Heavy { inner };
+    let mut feed = Heavy { inner: feed };
     let stop = AtomicBool::new(false);
     let peaks: Vec<u64> = (0..2)
         .map(|e| {
@@ -118,7 +113,36 @@ fn libtorch() {
             peak(&run)
         })
         .collect();
-    assert_own("libtorch", &peaks);
+    assert_own(name, &peaks);
+}
+
+fn in_loop() -> InLoopLoader<TensorDataset> {
+    InLoopLoader::new(
+        stallscope_torch::tensor_data(512, 64, 4, 1),
+        InLoopConfig {
+            batch_size: 64,
+            order: Order::Shuffled { seed: 42 },
+            drop_last: false,
+            pin_for: None,
+        },
+    )
+    .unwrap()
+}
+
+/// The native loader with two worker threads (their memory is the runner's).
+fn native() -> NativeFeed {
+    let config = LoaderConfig {
+        workers: 2,
+        kind: WorkerKind::Threads,
+        ..LoaderConfig::default()
+    };
+    let spec = SourceSpec::Tensor {
+        samples: 512,
+        features: 64,
+        classes: 4,
+        seed: 1,
+    };
+    NativeFeed::new(config, spec, Pinning::Off).unwrap()
 }
 
 fn wgpu() {
@@ -152,6 +176,7 @@ fn an_epochs_host_peak_is_its_own_on_every_back_end() {
         std::fs::write("/proc/self/clear_refs", "5").is_ok(),
         "this kernel refuses /proc/self/clear_refs"
     );
-    libtorch();
+    libtorch("libtorch, in-loop loader", in_loop());
+    libtorch("libtorch, native loader", native());
     wgpu();
 }

@@ -56,14 +56,13 @@ pub fn ended(files: &[ProcFile], asked: u32, loader: u32) -> Option<Ended> {
     let e = files.iter().find_map(|f| f.first("end"))?;
     let reason = e["reason"].as_str().unwrap_or("?");
     let phase = e["phase_at_end"].as_str().unwrap_or("?");
-    let mut text = match phase {
-        "no DataLoader iterated" | "measured loader never iterated" => format!(
-            "the script ended ({reason}) before it iterated a DataLoader (the measured one: \
-             iteration index {loader})"
-        ),
+    let when = match phase {
+        "no DataLoader iterated" | "measured loader never iterated" => {
+            format!("before it iterated a DataLoader (the measured one: iteration index {loader})")
+        }
         _ => format!(
-            "the script ended ({reason}) after {} of {asked} steps, in its {phase}",
-            e["steps"].as_u64().unwrap_or(0),
+            "after {} of {asked} steps, in its {phase}",
+            e["steps"].as_u64().unwrap_or(0)
         ),
     };
     let exception = e["exception"].as_str().map(String::from);
@@ -71,18 +70,20 @@ pub fn ended(files: &[ProcFile], asked: u32, loader: u32) -> Option<Ended> {
         .as_object()
         .or_else(|| e["worker_frame"].as_object())
         .map(|f| frame(&Value::Object(f.clone())));
-    if let Some(ex) = &exception {
-        text += &format!(
-            ": {ex}: {}",
-            first_line(e["message"].as_str().unwrap_or(""))
-        );
-        if let Some((place, code)) = &at {
-            text += &format!(", at {place}");
-            if let Some(code) = code {
-                text += &format!(" ({code})");
+    // The user's exception first, at the line of their own code.
+    let mut text = match &exception {
+        Some(ex) => {
+            let mut t = format!("{ex}: {}", first_line(e["message"].as_str().unwrap_or("")));
+            if let Some((place, code)) = &at {
+                t += &format!(", at {place}");
+                if let Some(code) = code {
+                    t += &format!(" ({code})");
+                }
             }
+            format!("{t}; {when}")
         }
-    }
+        None => format!("the script ended ({reason}) {when}"),
+    };
     if e["pending_step"]["waiting_for_data"] == true || e["pending_step"]["in_next"] == true {
         text += "; it was waiting for data";
     }

@@ -25,6 +25,7 @@ pub const FAILURE_KINDS: &[&str] = &[
     "comm_timeout",
     "would_not_fit",
     "crashed",
+    "script",
 ];
 
 /// A format enum that keeps values it does not know.
