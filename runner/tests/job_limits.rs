@@ -120,3 +120,83 @@ fn under_one_cpu_no_recommendation_exceeds_it() {
     let tune_grid = format!("{:?}", e.settings.get("tune_grid"));
     assert!(tune_grid.contains("1 usable CPU,"), "{tune_grid}");
 }
+
+/// A job of `train_python_objects.py` (a Dataset of Python lists, read in
+/// order by 2 forked workers: copy-on-read) over `samples`, the window
+/// `steps` steps after 10 warm-up steps; its bundle.
+fn python_objects(out: &std::path::Path, samples: u32, steps: u32) -> stallscope_bundle::Bundle {
+    let options = [
+        "--steps".to_string(),
+        steps.to_string(),
+        "--warmup".into(),
+        "10".into(),
+        "--repeats".into(),
+        "1".into(),
+    ];
+    let options: Vec<&str> = options.iter().map(String::as_str).collect();
+    let n = samples.to_string();
+    let script_args = ["--samples", n.as_str(), "--no-shuffle"];
+    let job = job_args(out, &options, "train_python_objects.py", &script_args);
+    let o = Command::new(&job[0])
+        .args(&job[1..])
+        .env("OMP_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    valid_bundle(&out.join("bundle.json"))
+}
+
+/// The largest worker's USS at the end of the configuration's whole-run
+/// window.
+fn largest_worker_uss(b: &stallscope_bundle::Bundle) -> u64 {
+    let c = &b.experiment("job").unwrap().configurations[0];
+    c.runs
+        .iter()
+        .filter(|r| r.whole_run.is_some())
+        .flat_map(|r| r.memory.iter().flat_map(|m| m.processes.iter()))
+        .filter(|p| p.role == "worker")
+        .filter_map(|p| p.uss_bytes)
+        .max()
+        .expect("a worker's USS")
+}
+
+/// The forecast of a full epoch's per-worker memory from a 20-step window
+/// is within 20% of that memory measured at the epoch's end (a window that
+/// runs to it), for two dataset sizes.
+#[test]
+fn the_copy_on_read_forecast_of_a_full_epoch_holds_within_20_percent() {
+    let dir = temp_dir("job-copy-on-read");
+    for samples in [20_000u32, 40_000] {
+        let short = python_objects(&dir.path().join(format!("short-{samples}")), samples, 20);
+        let c = &short.experiment("job").unwrap().configurations[0];
+        let f = c
+            .forecast
+            .as_ref()
+            .expect("a forecast of the configuration");
+        let figure = f
+            .worker_epoch_end
+            .as_ref()
+            .expect("the workers at the epoch's end");
+        // The whole epoch: its batches less the warm-up and one more.
+        let full_steps = samples / 256 - 11;
+        let full = python_objects(
+            &dir.path().join(format!("full-{samples}")),
+            samples,
+            full_steps,
+        );
+        let measured = largest_worker_uss(&full) as f64;
+        let error = figure.bytes as f64 / measured - 1.0;
+        eprintln!(
+            "{samples} samples: forecast {:.1} MiB ({}), measured {:.1} MiB, error {:+.1}%",
+            figure.bytes as f64 / 1048576.0,
+            figure.basis,
+            measured / 1048576.0,
+            error * 100.0
+        );
+        assert!(
+            error.abs() <= 0.20,
+            "{samples} samples: error {:+.1}%",
+            error * 100.0
+        );
+    }
+}

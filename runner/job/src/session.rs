@@ -69,6 +69,8 @@ impl<'a> Session<'a> {
                 self.bundle.notes.push(note);
             }
         }
+        let limits = self.bundle.environment.limits.clone();
+        what_ran::forecast_all(&mut self.bundle.experiments[index], limits.as_ref());
         if let Some(a) = job
             .accelerator
             .lock()

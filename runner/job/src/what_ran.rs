@@ -117,3 +117,20 @@ fn adjustment(a: &Value) -> String {
         a["why"].as_str().unwrap_or("")
     )
 }
+
+/// Each configuration's forecast (`shared`'s `forecast`) from its last
+/// whole-run window, against the machine's limits: shared memory in flight,
+/// the workers' private memory at the epoch's end and across epochs.
+pub(crate) fn forecast_all(e: &mut Experiment, limits: Option<&stallscope_bundle::HostLimits>) {
+    use stallscope_bundle::analysis::{forecast, forecast_inputs};
+    let forecasts: Vec<_> = e
+        .configurations
+        .iter()
+        .map(|c| forecast_inputs(e, c).map(|i| forecast(&i, limits)))
+        .collect();
+    for (c, f) in e.configurations.iter_mut().zip(forecasts) {
+        if f.is_some() {
+            c.forecast = f;
+        }
+    }
+}

@@ -238,11 +238,18 @@ fn worker_end(
     } else {
         "no growth per sample read".to_string()
     };
+    // Shuffled reads meet pages a worker already copied more and more as
+    // the epoch goes on: the growth of an early window overstates the rest.
+    let bound = if i.shuffle == Some(true) && g > 0.0 {
+        " (an upper bound: shuffled reads touch pages already copied as the epoch goes on)"
+    } else {
+        ""
+    };
     Some(ForecastFigure {
         bytes,
         limit_bytes: None,
         basis: format!(
-            "workers reach ~{} each {when}: {rate}",
+            "workers reach ~{} each {when}: {rate}{bound}",
             show_bytes(bytes as f64)
         ),
     })
