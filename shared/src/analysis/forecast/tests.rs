@@ -117,7 +117,8 @@ fn copy_on_read_is_extrapolated_to_the_epoch_and_across_epochs() {
     assert_eq!(
         w.basis,
         "workers reach ~2.91 GiB each by the epoch's end: +610.0 KiB per sample read, \
-         copy-on-read"
+         copy-on-read (an upper bound: shuffled reads touch pages already copied as the epoch \
+         goes on)"
     );
     // Persistent workers under a shuffling sampler come to read all 10,000.
     let across = ForecastInputs {
