@@ -74,8 +74,11 @@ pub struct Verification {
     pub pairs: i64,
     /// e.g. `AB, BA, AB`.
     pub order: Option<String>,
-    /// Every pair was faster.
+    /// As stored: the pairs clear the A/A floor (every pair faster in a
+    /// bundle without one).
     pub confirmed: bool,
+    /// Each pair's B ÷ A.
+    pub ratios: Vec<f64>,
 }
 
 /// What `--tune` concluded, from the job experiment's `tune_*` settings.
@@ -217,6 +220,7 @@ fn verification(v: &Experiment) -> Option<Verification> {
         pairs: int(v, "pairs")?,
         order: text(v, "pair_order"),
         confirmed: matches!(v.settings.get("confirmed"), Some(ParamValue::Bool(true))),
+        ratios: crate::analysis::tune::pair_ratios(v, "original", "recommended"),
     })
 }
 

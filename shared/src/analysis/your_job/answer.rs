@@ -83,7 +83,7 @@ pub struct LoaderShare {
     pub wait: Option<f64>,
     /// 1 − whole-run samples/s ÷ the replay's (the data free).
     pub by_replay: Option<f64>,
-    /// Diagnostic compute per step with the loader running.
+    /// Diagnostic compute per step with the loader running (median).
     pub compute_s: Option<f64>,
 }
 
@@ -165,13 +165,7 @@ pub fn job_answer(b: &Bundle) -> Option<JobAnswer> {
 fn headline(d: &JobDigest, job: &Experiment) -> Headline {
     let r = d.recommendation.as_ref();
     if let Some(v) = r.and_then(|r| r.verification.as_ref()) {
-        let direction = if v.min > 1.0 && v.median > 1.0 + NOISE_FLOOR {
-            Direction::More
-        } else if v.max < 1.0 && v.median < 1.0 - NOISE_FLOOR {
-            Direction::Fewer
-        } else {
-            Direction::NoDifference
-        };
+        let direction = ab_direction(v, job);
         let detail = format!(
             "the median of {} interleaved A/B pairs, your settings (A) against the change (B), \
              each run a fresh process; the pairs gave {}–{}",
@@ -210,6 +204,28 @@ fn headline(d: &JobDigest, job: &Experiment) -> Headline {
         };
     }
     own_headline(d)
+}
+
+/// The A/B pairs' direction: against the job's A/A noise floor when it
+/// has one (the rule the terminal's verification uses), else every pair
+/// past 1 and the median past the 2% floor.
+fn ab_direction(v: &super::Verification, job: &Experiment) -> Direction {
+    use crate::analysis::noise::{RatioDifference, job_noise_floor, judge, ratio_interval};
+    let verify = v.ratios.as_slice();
+    if let (Some(floor), Some(i)) = (job_noise_floor(job), ratio_interval(verify)) {
+        return match judge(i, floor.rate_floor).difference {
+            RatioDifference::Higher => Direction::More,
+            RatioDifference::Lower => Direction::Fewer,
+            RatioDifference::NoMeasurableDifference => Direction::NoDifference,
+        };
+    }
+    if v.min > 1.0 && v.median > 1.0 + NOISE_FLOOR {
+        Direction::More
+    } else if v.max < 1.0 && v.median < 1.0 - NOISE_FLOOR {
+        Direction::Fewer
+    } else {
+        Direction::NoDifference
+    }
 }
 
 /// `2.07× more samples/s, whole-run, measured A/B`.
@@ -293,7 +309,7 @@ fn loader_share(
         label: c.label.clone(),
         wait: diag(Metric::WaitShare),
         by_replay: replay.zip(rate).map(|(r, x)| replay_stall(x, r)),
-        compute_s: diag(Metric::ComputeMeanS),
+        compute_s: diag(Metric::ComputeMedianS),
     }
 }
 
@@ -303,7 +319,7 @@ fn replay_compute(b: &Bundle) -> Option<f64> {
     metric_value(
         c,
         &MetricKey::new(
-            Metric::ComputeMeanS,
+            Metric::ComputeMedianS,
             TimingMode::Diagnostic,
             preferred_phase(e),
         ),

@@ -133,3 +133,40 @@ fn an_input_bound_change_gets_a_next_step() {
     );
     assert!(next.contains("__main__.SlowDataset"), "{next}");
 }
+
+/// The fixture with `script` run again, `f[r]` times as fast in repeat r.
+fn with_script_again(f: [f64; 3]) -> Bundle {
+    let mut b = fixture();
+    let job = b.experiments.iter_mut().find(|e| e.id == JOB_ID).unwrap();
+    let mut c = job.configuration(JOB_SCRIPT_ID).unwrap().clone();
+    c.id = crate::analysis::noise::JOB_SCRIPT_AGAIN_ID.into();
+    for r in &mut c.runs {
+        if let Some(w) = &r.whole_run {
+            let (s, n, steps) = (w.seconds.unwrap(), w.samples.unwrap(), w.steps.unwrap());
+            let x = f[r.repeat as usize % 3];
+            r.whole_run = Some(crate::format::WholeRun::measured(s / x, n, steps, 0));
+        }
+    }
+    job.configurations.push(c);
+    b
+}
+
+#[test]
+fn the_verified_headline_is_judged_against_the_a_a_floor() {
+    // A/A within 3%: the pairs' 1.92–2.10× clear it.
+    let a = job_answer(&with_script_again([1.03, 0.985, 1.01])).unwrap();
+    assert_eq!(
+        a.headline.direction,
+        Some(Direction::More),
+        "{}",
+        a.headline.text
+    );
+    // The same script 3× apart from itself: 2.07× is inside what it does alone.
+    let a = job_answer(&with_script_again([3.0, 0.33, 1.0])).unwrap();
+    assert_eq!(
+        a.headline.direction,
+        Some(Direction::NoDifference),
+        "{}",
+        a.headline.text
+    );
+}
