@@ -141,6 +141,46 @@ pub struct EpochLine {
     /// `pytorch` engine with workers): the bundle's worker tracks.
     #[serde(default)]
     pub worker_tracks: Option<WorkerTracks>,
+    /// The epoch's own peaks (reset when it opened) per process, with PSS
+    /// and USS at its end (docs/peers-protocol.md `memory`).
+    #[serde(default)]
+    pub memory: Option<EpochMemory>,
+}
+
+/// An epoch line's `memory`: the harness and each worker seen in it. Its
+/// entries carry more keys than read here (`shared_bytes`, `source`,
+/// `group`, `at_open`; `workers_peak_rss_bytes`, the epoch line's
+/// `children_peak_rss_bytes`), so unknown ones are let through.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct EpochMemory {
+    pub main: ProcessPeak,
+    #[serde(default)]
+    pub workers: Vec<ProcessPeak>,
+}
+
+/// One process of an epoch's `memory`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ProcessPeak {
+    #[serde(default)]
+    pub worker_id: Option<u32>,
+    #[serde(default)]
+    pub peak_rss_bytes: Option<u64>,
+    /// `window`, or why the peak is since the process started.
+    #[serde(default)]
+    pub peak_since: Option<String>,
+    #[serde(default)]
+    pub rss_bytes: Option<u64>,
+    #[serde(default)]
+    pub pss_bytes: Option<u64>,
+    #[serde(default)]
+    pub uss_bytes: Option<u64>,
+    #[serde(default)]
+    pub swap_bytes: Option<u64>,
+    #[serde(default)]
+    pub uss_open_bytes: Option<u64>,
+    /// Why a figure is missing.
+    #[serde(default)]
+    pub why: Option<String>,
 }
 
 /// The harness's own report of a failure.
@@ -453,6 +493,43 @@ mod tests {
             assert_eq!(e.line, 7);
             assert!(e.to_string().contains(needle), "{e}");
         }
+    }
+
+    /// The harness's `memory` (docs/peers-protocol.md): each process's own
+    /// peak of the epoch, with the keys the runner does not read let through.
+    #[test]
+    fn an_epochs_memory_is_each_processs_peak() {
+        let line = r#"{"type":"epoch","mode":"whole_run","epoch":1,"seconds":0.5,"samples":8,"steps":2,"bytes":100,"host_peak_rss_bytes":300,"children_peak_rss_bytes":70,"memory":{"main":{"pid":9,"rss_bytes":250,"pss_bytes":200,"uss_bytes":150,"shared_bytes":100,"swap_bytes":0,"source":"smaps_rollup","why":null,"peak_rss_bytes":300,"peak_since":"window"},"workers":[{"pid":10,"loader":0,"worker_id":0,"group":1,"at_open":false,"ended":true,"peak_since":"process start (inside the window)","peak_rss_bytes":70}],"workers_peak_rss_bytes":70}}"#;
+        let Ok(Line::Epoch(e)) = decode(2, line) else {
+            panic!("{:?}", decode(2, line));
+        };
+        let run = crate::epoch::to_run(&e, 0);
+        let m = run.memory.unwrap();
+        assert_eq!(
+            (m.host_peak_rss_bytes, m.workers_peak_rss_bytes),
+            (Some(300), Some(70))
+        );
+        let [main, worker] = m.processes.as_slice() else {
+            panic!("{:?}", m.processes);
+        };
+        assert_eq!(
+            (main.role.as_str(), main.peak_rss_bytes),
+            ("main", Some(300))
+        );
+        assert_eq!(
+            (main.pss_bytes, main.uss_bytes, main.note.as_deref()),
+            (Some(200), Some(150), None)
+        );
+        assert_eq!(
+            (worker.role.as_str(), worker.worker_id),
+            ("worker", Some(0))
+        );
+        assert_eq!(
+            worker.note.as_deref(),
+            Some("peak since process start (inside the window)")
+        );
+        let no_main = line.replace("\"main\":{", "\"primary\":{");
+        assert!(decode(2, &no_main).is_err(), "a memory without main");
     }
 
     #[test]
