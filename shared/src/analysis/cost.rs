@@ -5,12 +5,13 @@
 //! shorter whole-run epoch is not an improvement).
 
 use crate::analysis::metric::{Metric, MetricKey, metric_summary, metric_value, preferred_phase};
+use crate::analysis::noise::{RatioDifference, RatioOf, compare_configurations, job_noise_floor};
 pub use crate::analysis::run_cost::{
     cpu_s_per_1000_samples, peak_rss_all_bytes, run_samples, timeline_mean,
 };
 use crate::analysis::summary::Summary;
 use crate::analysis::units::{show_percent, show_ratio};
-use crate::format::{Configuration, Experiment, Phase, Run, TimingMode};
+use crate::format::{Configuration, Experiment, NoiseFloor, Phase, Run, TimingMode};
 
 /// A rise of the mean GPU utilisation smaller than this (a share, 5 points)
 /// is not called a rise.
@@ -70,6 +71,43 @@ pub fn timeline_cpu_cores_mean(r: &Run) -> Option<f64> {
     timeline_mean(&t.t_ms, &v)
 }
 
+/// ` (samples/s within the 15% noise floor; costs less CPU beyond the 13%
+/// CPU floor)`: both
+/// ratios of `b` against `a` judged against the job's A/A floor, the rule
+/// its throughput verdict follows.
+fn against_floor(e: &Experiment, a: &str, b: &str, floor: &NoiseFloor) -> String {
+    let rate = compare_configurations(e, a, b, floor, RatioOf::Rate);
+    let cpu = compare_configurations(e, a, b, floor, RatioOf::CpuCost);
+    let rate = match rate.map(|v| v.difference) {
+        Some(RatioDifference::NoMeasurableDifference) => {
+            format!(
+                "samples/s inside the {} noise floor",
+                show_percent(floor.rate_floor)
+            )
+        }
+        Some(_) => format!(
+            "samples/s beyond the {} noise floor",
+            show_percent(floor.rate_floor)
+        ),
+        None => "samples/s not judged (too few repeats)".to_string(),
+    };
+    let cpu = match (cpu, floor.cpu_floor) {
+        (Some(v), Some(f)) => {
+            let side = match v.difference {
+                RatioDifference::NoMeasurableDifference => "within",
+                _ => "beyond",
+            };
+            format!(
+                "{} {side} the {} CPU floor",
+                v.difference.cost_word(),
+                show_percent(f)
+            )
+        }
+        _ => "CPU not judged (no CPU floor)".to_string(),
+    };
+    format!(" ({rate}; {cpu})")
+}
+
 /// The cost verdict of an experiment against its baseline (the experiment's,
 /// else its first configuration), from whole-run runs of the preferred
 /// phase: the fastest other configuration's throughput against its CPU per
@@ -92,15 +130,19 @@ pub fn cost_verdict(e: &Experiment) -> Option<String> {
         && br > 0.0
         && bc > 0.0
     {
+        let floor = job_noise_floor(e);
         let fastest = e
             .configurations
             .iter()
-            .filter(|c| c.id != base.id)
+            .filter(|c| c.id != base.id && floor.as_ref().is_none_or(|f| c.id != f.b))
             .filter_map(|c| Some((c, metric_value(c, &rate)?, metric_value(c, &cpu)?)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((c, r, cs)) = fastest {
+            let judged = floor
+                .as_ref()
+                .map_or(String::new(), |f| against_floor(e, &base.id, &c.id, f));
             out.push(format!(
-                "{}: {} the samples/s for {} the CPU-seconds per sample of {}.",
+                "{}: {} the samples/s for {} the CPU-seconds per sample of {}{judged}.",
                 c.label,
                 show_ratio(r / br),
                 show_ratio(cs / bc),

@@ -141,4 +141,39 @@ mod tests {
         );
         assert_eq!(v.mode, Some(crate::format::TimingMode::WholeRun));
     }
+    /// The cost sentence follows the same floor: a CPU ratio inside the
+    /// A/A's CPU spread is no difference, one past it costs less.
+    #[test]
+    fn the_cost_sentence_is_judged_against_the_floor_too() {
+        let rates = [200.0, 210.0, 196.0, 203.0];
+        let with_cpu = |cpu: [f64; 4]| {
+            job(vec![
+                config(
+                    "script",
+                    &[100.0, 104.0, 98.0, 101.0],
+                    &[1.0, 1.1, 0.95, 1.0],
+                ),
+                config(
+                    "script-again",
+                    &[104.0, 99.0, 102.0, 100.0],
+                    &[1.05, 0.97, 1.0, 1.02],
+                ),
+                config("w2", &rates, &cpu),
+            ])
+        };
+        let v = verdict_of(&with_cpu([0.98, 1.06, 0.97, 1.0])).unwrap();
+        assert!(
+            v.headline.contains("samples/s beyond the")
+                && v.headline.contains("no measurable difference in CPU"),
+            "{}",
+            v.headline
+        );
+        let v = verdict_of(&with_cpu([0.5, 0.55, 0.48, 0.5])).unwrap();
+        assert!(
+            v.headline.contains("costs less CPU beyond the"),
+            "{}",
+            v.headline
+        );
+        assert!(!v.headline.contains("script-again:"), "{}", v.headline);
+    }
 }
