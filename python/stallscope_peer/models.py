@@ -1,4 +1,4 @@
-"""The models, optimizers and the one training step, matching runner/src/models.rs (and the user's own, user_model.py)."""
+"""The models, optimizers and the one training step, matching runner/torch/src/models.rs (and the user's own, user_model.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 One owner of the rule of docs/methodology.md, for both of stallscope's Python loops (the peers
 harness's own loop, `stallscope_peer/loop.py`, and the job's hooks on a user's loop,
-`stallscope_job/training.py`), held to the Rust loop by `fixtures/loop/contract.json`:
+`stallscope_job/window.py`), held to the Rust loop by `fixtures/loop/contract.json`:
 
 - **whole_run**: the device is waited for once when the window (or epoch) opens and once when it
   closes; inside it the clock may be read (host time) but nothing waits;

@@ -76,7 +76,7 @@ fn crashes_and_misfits_round_trip_and_read_as_one_line() {
         let line = failure_text(&f);
         assert!(!line.contains('\n'), "{line}");
         assert!(
-            line.starts_with("crashed: killed for memory (OOM)")
+            line.starts_with("crashed: killed by SIGKILL, most likely for memory")
                 || line.starts_with("not run, would not fit in shared memory (/dev/shm): needs 125.0 MiB, has 32.0 MiB"),
             "{line}"
         );

@@ -8,7 +8,7 @@ use std::path::Path;
 pub(crate) const BENCHES: [(&str, &str); 10] = [
     (
         "overhead",
-        "the runner's timing overhead, and the timeline sampler's on vs off (--bench overhead)",
+        "the runner's timing overhead; the timeline sampler on vs off",
     ),
     (
         "loader",
@@ -20,7 +20,7 @@ pub(crate) const BENCHES: [(&str, &str); 10] = [
     ),
     (
         "loader-peers",
-        "native loader vs DataLoader vs SPDL vs cores × bare per-image rate, JPEG (fixtures/bench)",
+        "native loader vs DataLoader vs SPDL vs the bare per-image rate, JPEG",
     ),
     (
         "compute-peers",
@@ -28,15 +28,15 @@ pub(crate) const BENCHES: [(&str, &str); 10] = [
     ),
     (
         "image-cnn",
-        "image pipeline into the image CNN, whole run: this build vs a baseline (--baseline BIN)",
+        "images into the image CNN, whole run: this build vs --baseline BIN",
     ),
     (
         "decode",
-        "reading a 1,024-rank merged bundle: typed decode vs located decode, and validation",
+        "a 1,024-rank merged bundle: typed vs located decode, and validation",
     ),
     (
         "job-overhead",
-        "stallscope job's whole-run instrumentation vs the same script plain, interleaved pairs",
+        "a script under `stallscope job` vs the same script plain, interleaved",
     ),
     ("viewer", "the viewer in a real browser"),
     (
@@ -83,12 +83,12 @@ pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
     }
 }
 
+/// Each benchmark on a line of its own: its name and what it measures.
 fn names() -> String {
     BENCHES
         .iter()
-        .map(|(n, _)| *n)
-        .collect::<Vec<_>>()
-        .join(", ")
+        .map(|(n, what)| format!("\n  {n:<14} {what}"))
+        .collect()
 }
 
 /// Regenerates `fixtures/schema/bundle.schema.json` from the format's types.

@@ -22,25 +22,27 @@ pub(crate) use paths::repo_root;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask <task>
-  setup [--peers]     install what is missing: libtorch 2.11.0 (CPU-loadable, cached), the wasm32 target,
-                      wasm-bindgen-cli 0.2.130, Debian's chromium, chromium-driver, mesa-vulkan-drivers, binaryen, g++;
-                      --peers: also the peer engines' Python (torch 2.11.0, torchvision, spdl) and FFmpeg 5
-  test                setup --peers, then fmt, clippy, the tests, the harness's tests, the wasm build of
-                      shared and the viewer's tests
-  test-viewer         only the viewer's stage: its wasm build and the browser tests (after `setup`)
-  build               the viewer into target/web-dist, then the release runner with it embedded
+  setup [--peers]  install what is missing: libtorch 2.11.0 (CPU-loadable, cached), the wasm32
+                   target, wasm-bindgen-cli 0.2.130, Debian's chromium, chromium-driver,
+                   mesa-vulkan-drivers, binaryen, g++; --peers: also the Python of the peer
+                   engines and of `stallscope job`'s tests (torch 2.11.0, torchvision, SPDL,
+                   DALI, torchdata, Lightning, MONAI, accelerate, transformers) and FFmpeg
+  test             setup --peers, then fmt, structure, the scripts' checks, the viewer's dist,
+                   clippy, the tests, the harness's tests, the wasm build of shared and the
+                   viewer's browser tests
+  test-viewer      only the viewer's stage: its wasm build and the browser tests (after `setup`)
+  build            the viewer into target/web-dist, then the release runner with it embedded
   demo [--no-serve] [RUN ARGS...]
-                      build (as `build`), `stallscope run --preset quickstart --device auto --out out/demo RUN ARGS`,
-                      export the site to out/demo/site and serve it (until Ctrl-C)
-  bench NAME          run a benchmark: overhead, loader, workers, loader-peers, compute-peers,
-                      image-cnn, job-overhead, viewer or ranks; loader-peers and compute-peers build the
-                      release runner and compare it with the peer engines (PyTorch, SPDL) on the CPU,
-                      keeping their results in fixtures/bench; image-cnn sets it against a baseline
-                      (--baseline); job-overhead times a script plain and under `stallscope job`
-                      ([--pairs N] [--steps N] [--debug: the debug runner])
-  structure           the layering rules over the sources: module cycles, functions over 100 lines,
-                      unused dependencies, processes started outside stallscope-python
-  schema              regenerate fixtures/schema/bundle.schema.json from the bundle types";
+                   build, `stallscope run --preset quickstart --device auto --out out/demo`,
+                   then export the site to out/demo/site and serve it (until Ctrl-C)
+  bench NAME       a benchmark, printed as ratios against its baseline run beside it:
+                   overhead, loader, workers, loader-peers, compute-peers, image-cnn (--baseline
+                   BIN), decode, job-overhead ([--pairs N] [--steps N] [--debug]), viewer, ranks;
+                   `cargo xtask bench` alone lists what each measures
+  structure        the layering rules over the sources: module cycles, functions over 100
+                   lines, unused dependencies, processes started outside stallscope-python,
+                   crates' faces
+  schema           regenerate fixtures/schema/bundle.schema.json from the bundle types";
 
 fn main() -> ExitCode {
     match run() {

@@ -14,7 +14,7 @@ struct Stage<'a> {
 }
 
 /// The stages in order. Plain `cargo clippy`/`cargo test` (no `--workspace`) cover the
-/// default members (shared, runner, runner/loader, xtask, tests); `web` builds only for
+/// default members (every crate of the workspace but `web`); `web` builds only for
 /// wasm32, in `viewer-dist` and `web::test_built`. The viewer's dist is built before
 /// clippy and the tests, so every runner build embeds the same files and the
 /// end-to-end test in `tests/` finds the viewer in the runner it uses.
@@ -32,7 +32,8 @@ fn stages(repo: &Path) -> Vec<Stage<'_>> {
         },
         Stage {
             name: "structure",
-            what: "module cycles, functions over 100 lines, unused dependencies, processes outside stallscope-python",
+            what: "module cycles, functions over 100 lines, unused dependencies, processes outside \
+                   stallscope-python, crates' faces",
             run: Box::new(move || crate::structure::run(repo)),
         },
         Stage {

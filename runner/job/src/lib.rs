@@ -1,5 +1,6 @@
 //! `stallscope job -- COMMAND`: the user's own training command, unmodified,
-//! measured as an engine of the one driver (docs/your-job.md). Each
+//! measured through the one driver like the runner's own backends
+//! (docs/your-job.md). Each
 //! configuration (the script's own DataLoader settings, each point of
 //! `--sweep` or of `--tune`'s grid) is a unit of `stallscope_core::drive`:
 //! repeats in ascending, descending, ascending order, Ctrl-C, the bundle

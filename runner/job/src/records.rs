@@ -48,23 +48,9 @@ pub fn read_dir(dir: &Path) -> Result<Vec<ProcFile>, String> {
         if !(name.starts_with("proc-") && name.ends_with(".jsonl")) {
             continue;
         }
-        let text = std::fs::read_to_string(entry.path())
-            .map_err(|e| format!("{}: {e}", entry.path().display()))?;
-        let mut records = Vec::new();
-        for (i, line) in text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-        {
-            let v: Value = serde_json::from_str(line).map_err(|e| {
-                format!(
-                    "{}:{}: not a JSON record ({e})",
-                    entry.path().display(),
-                    i + 1
-                )
-            })?;
-            records.push(v);
-        }
+        // The one reader of JSON-lines records (stallscope-python).
+        let records: Vec<Value> =
+            stallscope_python::read_file(&entry.path()).map_err(|e| e.to_string())?;
         files.push(ProcFile { name, records });
     }
     files.sort_by(|a, b| a.name.cmp(&b.name));

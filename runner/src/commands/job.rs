@@ -40,9 +40,10 @@ pub struct JobArgs {
     /// (KEY=V1,V2,...; repeatable: every combination runs).
     #[arg(long)]
     pub sweep: Vec<String>,
-    /// Choose a grid from the script's own DataLoader settings and this machine's cores, run
-    /// it, recommend the fastest whole-run setting (the cheapest within the noise) and verify it
-    /// by interleaved whole-run A/B pairs (docs/your-job.md). Implies --replay.
+    /// Choose a grid from the script's own DataLoader settings and the CPUs this process may
+    /// use, run it beside your settings run twice (the A/A noise floor), recommend the cheapest
+    /// setting faster beyond that floor and verify it by interleaved whole-run A/B pairs. When
+    /// your settings crash, search for ones that run (docs/your-job.md). Implies --replay.
     #[arg(long, conflicts_with = "sweep")]
     pub tune: bool,
     /// Also run the script's own settings with the window fed from batches cached in memory

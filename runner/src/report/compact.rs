@@ -58,7 +58,7 @@ pub fn render_experiment(e: &Experiment) -> String {
     let mut out = wrap(&format!("[ {} — {} ]", e.id, e.title), "", "  ", WIDTH);
     if let Some(v) = verdict(e) {
         out.push_str(&wrap(&v.headline, "  ", "  ", WIDTH));
-        out.push_str(&wrap(&format!("({})", v.figure), "  ", "   ", WIDTH));
+        out.push_str(&wrap(&format!("({})", v.figure), "  ", "  ", WIDTH));
     }
     if e.configurations.is_empty() {
         return out;

@@ -135,6 +135,24 @@ fn with_signal(mut line: String, signal: Option<i32>) -> String {
     line
 }
 
+/// What a cause is called in its one line, no surer than its evidence: a
+/// SIGKILL is the OOM killer's signal, but anyone may send it, so without
+/// the kernel's own words it is "most likely" memory; a refused allocation
+/// (`MemoryError`) is out of memory without any kill.
+fn headline<'a>(cause: &'a CrashCause, message: &str) -> &'a str {
+    if *cause != CrashCause::OomKilled {
+        return cause.label();
+    }
+    let m = message.to_ascii_lowercase();
+    if m.contains("oom-kill") || m.contains("out of memory: killed process") {
+        "killed by the OOM killer"
+    } else if m.contains("memoryerror") || m.contains("cannot allocate memory") {
+        "out of memory (an allocation was refused)"
+    } else {
+        "killed by SIGKILL, most likely for memory (the OOM killer's signal; dmesg tells)"
+    }
+}
+
 /// A crashed configuration's failure: its cause, one readable line (the
 /// cause, the telling line of the text, what to try) and the whole text
 /// when it has more than that line. A signal is read from a shell-style
@@ -144,7 +162,11 @@ pub fn crash_failure(message: &str, signal: Option<i32>, exit_code: Option<i32>)
     let cause = crash_cause(message, signal);
     let line = telling_line(message, &cause);
     let detail = (message.trim() != line).then(|| message.to_string());
-    let mut one = format!("{}: {}", cause.label(), with_signal(line, signal));
+    let mut one = format!(
+        "{}: {}",
+        headline(&cause, message),
+        with_signal(line, signal)
+    );
     if let Some(a) = advice(&cause) {
         one.push_str(&format!(" (try {a})"));
     }
@@ -255,7 +277,17 @@ mod tests {
         assert_eq!((cause, signal), (CrashCause::OomKilled, Some(9)));
         assert_eq!(
             message.split(" (try").next().unwrap(),
-            "killed for memory (OOM): Killed; ended by signal 9 (SIGKILL)"
+            "killed by SIGKILL, most likely for memory (the OOM killer's signal; dmesg tells): \
+             Killed; ended by signal 9 (SIGKILL)"
+        );
+        let Failure::Crashed { message, .. } =
+            crash_failure("MemoryError: cannot grow the cache", None, Some(1))
+        else {
+            panic!("a crash");
+        };
+        assert!(
+            message.starts_with("out of memory (an allocation was refused): MemoryError"),
+            "{message}"
         );
         assert_eq!(detail, None, "the text is the line");
     }

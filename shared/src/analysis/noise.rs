@@ -290,12 +290,12 @@ pub fn resolution(e: &Experiment, baseline: &str, exclude: &[&str]) -> Resolutio
         })
         .map(str::to_string)
         .collect();
-    let pct = floor.rate_floor * 100.0;
+    let pct = crate::analysis::units::show_percent(floor.rate_floor);
     let reason = if open.is_empty() {
-        format!("resolved: every configuration is clear of the {pct:.1}% noise floor or inside it")
+        format!("resolved: every configuration is clear of the {pct} noise floor or inside it")
     } else {
         format!(
-            "not resolved: {} straddle{} the {pct:.1}% noise floor",
+            "not resolved: {} straddle{} the {pct} noise floor",
             open.join(", "),
             if open.len() == 1 { "s" } else { "" }
         )

@@ -185,8 +185,9 @@ format_type! {
         /// A DataLoader worker was killed by a signal (other than SIGKILL,
         /// SIGBUS) or exited unexpectedly.
         WorkerSignal,
-        /// Killed for memory: SIGKILL (exit 137, the OOM killer's signal),
-        /// a worker "killed by signal: Killed", or the system out of memory.
+        /// Out of memory, or most likely so: the kernel's OOM kill, a refused
+        /// allocation (`MemoryError`), or SIGKILL (exit 137, the OOM killer's
+        /// signal, which others may send too: the one line says how sure).
         OomKilled,
         /// "No space left on device" on a disk (not `/dev/shm`).
         NoSpace,

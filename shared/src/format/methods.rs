@@ -124,7 +124,7 @@ impl CrashCause {
         match self {
             CrashCause::SharedMemory => "shared memory exhausted",
             CrashCause::WorkerSignal => "a worker was killed",
-            CrashCause::OomKilled => "killed for memory (OOM)",
+            CrashCause::OomKilled => "out of memory (or most likely so)",
             CrashCause::NoSpace => "no space left on device",
             CrashCause::Other => "crashed",
             CrashCause::Unknown(name) => name,
