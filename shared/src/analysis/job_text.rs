@@ -37,6 +37,7 @@ pub fn job_closing(b: &Bundle) -> Vec<String> {
         out.extend(contention::sentence(b));
         out
     };
+    out.extend(crate::analysis::forecast_text::forecast_line(e));
     out.extend(what_changed(b));
     out
 }

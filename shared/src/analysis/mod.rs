@@ -16,6 +16,7 @@ mod crash;
 mod crashed;
 mod floored;
 mod forecast;
+pub(crate) mod forecast_text;
 mod job_text;
 mod key;
 mod metric;

@@ -30,6 +30,7 @@ pub fn answer(a: &JobAnswer, r: Option<&Recommendation>) -> impl IntoView + use<
             <p class="mode-line whole-run-line">{WHOLE_RUN_LINE}</p>
         </div>
         {a.memory.as_ref().map(memory)}
+        {a.forecast.clone().map(|f| view! { <p class="job-forecast">{f}</p> })}
         {shares(a)}
         {a.next_step.clone().map(|n| view! {
             <div class="job-next-step" role="note"><b>"Next step. "</b>{n}</div>

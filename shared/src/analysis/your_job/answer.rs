@@ -100,6 +100,9 @@ pub struct JobAnswer {
     pub shares_differ: Option<String>,
     /// What to do when the loop stays input-bound.
     pub next_step: Option<String>,
+    /// The memory forecast of the configuration recommended (your
+    /// settings when none is), as the terminal says it.
+    pub forecast: Option<String>,
 }
 
 /// The two configurations the answer reads: the A/B pair's when verified,
@@ -159,6 +162,7 @@ pub fn job_answer(b: &Bundle) -> Option<JobAnswer> {
         shares,
         replay_compute_s,
         shares_differ,
+        forecast: crate::analysis::forecast_text::forecast_line(job),
     })
 }
 
