@@ -165,3 +165,86 @@ fn a_validation_pass_is_left_out_of_the_training_step() {
 fn accumulated_micro_batches_are_one_step() {
     check("grad_accum", "input");
 }
+
+/// A path the hooks do not see (fixtures/job/catalog/deque_feeder.py: a
+/// thread fills a `collections.deque` the training thread polls): the
+/// bundle says the wait was unseen and gives no wait share, the command
+/// says so instead of a wait verdict, and runs the replay on its own. Held
+/// to the script's own clock: the whole-run step (its samples counted as
+/// the DataLoader delivered them) within 5%, and the stall by difference
+/// no lower than the script's own wait share (it also counts the loader
+/// slowing compute, so it may be higher).
+#[test]
+fn a_wait_the_hooks_cannot_see_is_measured_by_difference() {
+    let dir = temp_dir("job-catalog-deque");
+    let (out, truth) = (dir.path().join("out"), dir.path().join("truth"));
+    std::fs::create_dir_all(&truth).unwrap();
+    let script = job_fixture("catalog/deque_feeder.py");
+    let o = stallscope()
+        .args(["job", "--repeats", "1", "--warmup", &WARMUP.to_string()])
+        .args(["--steps", &STEPS.to_string(), "--out"])
+        .arg(&out)
+        .args(["--", peers_python().to_str().unwrap(), &script])
+        .args(["--regime", "input", "--steps", "60"])
+        .env("STALLSCOPE_TRUTH", &truth)
+        .env("OMP_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("Not seen: your training thread's batches came through a path"),
+        "{}",
+        text(&o)
+    );
+    assert!(!stdout.contains("waited for data"), "{}", text(&o));
+    let b: Bundle = valid_bundle(&out.join("bundle.json"));
+    let c = b
+        .experiment("job")
+        .unwrap()
+        .configuration("script")
+        .unwrap();
+    assert_eq!(
+        c.params.get("wait_method"),
+        Some(&stallscope_bundle::ParamValue::Text("unseen".into()))
+    );
+    let ceiling = stallscope_bundle::analysis::replay_ceiling(&b).expect("the replay ran");
+    let run = c
+        .runs
+        .iter()
+        .find(|r| r.timing_mode == TimingMode::WholeRun)
+        .unwrap();
+    let w = run.whole_run.as_ref().unwrap();
+    let stall = stallscope_bundle::analysis::replay_stall(w.samples_per_s.unwrap(), &ceiling);
+    let pid = measured_pid(&out.join("units/script-r0-whole_run"));
+    let lines = truth_of(&truth, pid);
+    let window = &lines[WARMUP..WARMUP + STEPS];
+    let sum = |k: &str| -> f64 { window.iter().map(|l| l[k].as_f64().unwrap()).sum() };
+    let (wait, step) = (
+        sum("wait_ns") / sum("step_ns"),
+        sum("step_ns") / STEPS as f64 / 1e9,
+    );
+    let ours = w.seconds.unwrap() / w.steps.unwrap() as f64;
+    eprintln!(
+        "deque_feeder/input: step {:.2} ms against the script's {:.2} ms; the loader by difference \
+         {:.1}% against the script's own wait {:.1}%",
+        ours * 1e3,
+        step * 1e3,
+        stall * 100.0,
+        wait * 100.0
+    );
+    // The feeder runs ahead of the training thread by the deque's 2 batches.
+    let samples = w.samples.unwrap() as f64 / (STEPS * 32) as f64;
+    assert!(
+        (samples - 1.0).abs() <= 0.1,
+        "{samples}× the window's samples"
+    );
+    assert!(
+        (ours / step - 1.0).abs() <= 0.05,
+        "step {ours} s vs {step} s"
+    );
+    assert!(
+        stall >= wait - 0.05,
+        "by difference {stall:.3} vs the wait {wait:.3}"
+    );
+}

@@ -109,12 +109,17 @@ pub fn steps(f: &ProcFile) -> Steps {
 /// The unit's run of `mode`, `repeat` from a completed window (`done`).
 pub fn run(f: &ProcFile, done: &Value, mode: &TimingMode, repeat: u32) -> Run {
     let s = steps(f);
-    let samples = done["samples"]
-        .as_u64()
-        .unwrap_or_else(|| s.samples.iter().sum());
-    let bytes = done["bytes"]
-        .as_u64()
-        .unwrap_or_else(|| s.bytes.iter().sum());
+    let (samples, bytes) = match unseen_delivered(done) {
+        Some(delivered) => delivered,
+        None => (
+            done["samples"]
+                .as_u64()
+                .unwrap_or_else(|| s.samples.iter().sum()),
+            done["bytes"]
+                .as_u64()
+                .unwrap_or_else(|| s.bytes.iter().sum()),
+        ),
+    };
     // Validation spans inside the window are not training steps.
     let seconds =
         done["window_s"].as_f64().unwrap_or(0.0) - done["apart_s"].as_f64().unwrap_or(0.0);
@@ -145,6 +150,27 @@ pub fn run(f: &ProcFile, done: &Value, mode: &TimingMode, repeat: u32) -> Run {
     run.memory = memory(f);
     run.cost = cost(&done["cpu"], samples);
     run
+}
+
+/// When the training thread's batches were not seen (`wait.method`
+/// `unseen`), the samples and bytes come from the DataLoaders another
+/// thread iterated for it, as they delivered them in the window (ahead of
+/// the training thread by what its buffer holds).
+fn unseen_delivered(done: &Value) -> Option<(u64, u64)> {
+    if done["wait"]["method"].as_str() != Some("unseen") {
+        return None;
+    }
+    let feeders = done["wait"]["loaders_iterated_elsewhere_unseen"].as_array()?;
+    let windows = done["loaders"]
+        .as_array()?
+        .iter()
+        .filter(|l| feeders.contains(&l["loader"]));
+    let (mut samples, mut bytes) = (0, 0);
+    for l in windows {
+        samples += l["window"]["samples"].as_u64().unwrap_or(0);
+        bytes += l["window"]["bytes"].as_u64().unwrap_or(0);
+    }
+    (samples > 0).then_some((samples, bytes))
 }
 
 /// The window's CPU time over the process tree (`done`'s `cpu`): every

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use stallscope_bundle::analysis::{JOB_ID, script_of};
+use stallscope_bundle::analysis::{JOB_ID, JOB_SCRIPT_ID, script_of, wait_unseen};
 use stallscope_bundle::{
     Bundle, Experiment, ExperimentKind, Failure, ParamValue, Provenance, RunState, RunStatus,
     SchemaVersion,
@@ -56,10 +56,21 @@ pub fn run(
         repeats::grow(&mut s, &mut job, i, args, events);
     }
     let own_crashed = index.is_some_and(|i| own_crashed(&s.bundle.experiments[i]));
-    if own_crashed && (args.replay || args.tune) {
+    let unseen = index.is_some_and(|i| {
+        let own = s.bundle.experiments[i].configuration(JOB_SCRIPT_ID);
+        own.is_some_and(wait_unseen)
+    });
+    let replay = args.replay || args.tune || unseen;
+    if own_crashed && replay {
         events.note("stallscope job: no replay: your settings crash here, so do they replayed");
     }
-    if (args.replay || args.tune) && !own_crashed {
+    if unseen && !own_crashed && !(args.replay || args.tune) {
+        events.note(
+            "stallscope job: your training thread's wait is not seen (its batches come through a \
+             path stallscope does not hook): the replay measures the loader by difference",
+        );
+    }
+    if replay && !own_crashed {
         let mut r = replay::job(&plan, args.replay_mib);
         if let Some(ri) = s.drive(&mut r, args.repeats) {
             let held = r.replayed.lock().unwrap_or_else(|e| e.into_inner()).clone();

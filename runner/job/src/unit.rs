@@ -12,8 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use stallscope_bundle::analysis::{JOB_SCRIPT_AGAIN_ID, JOB_SCRIPT_ID};
-use stallscope_bundle::{Experiment, Failure, Run, TimingMode};
+use stallscope_bundle::analysis::{
+    JOB_SCRIPT_AGAIN_ID, JOB_SCRIPT_ID, WAIT_METHOD_PARAM, WAIT_PARTIAL, WAIT_UNSEEN,
+};
+use stallscope_bundle::{Experiment, Failure, ParamValue, Run, TimingMode};
 use stallscope_core::{Driven, UnitCtx, UnitError};
 use stallscope_python::{Ending, Process, Spawn, describe_status};
 
@@ -57,6 +59,9 @@ pub struct JobExperiment {
     pub seen: Mutex<Vec<Option<Value>>>,
     /// The `replay` record of the last unit that replayed.
     pub replayed: Mutex<Option<Value>>,
+    /// How each configuration's wait was seen (`done`'s `wait.method`):
+    /// the least seen of its units (`unseen` over `partial` over the rest).
+    pub wait_methods: Mutex<Vec<Option<String>>>,
     /// The accelerator a unit trained on (`done`'s), if any.
     pub accelerator: Mutex<Option<String>>,
     /// Batches of the training loader per step in a finished window.
@@ -76,6 +81,17 @@ impl Driven for JobExperiment {
     fn arrange(&self, experiment: &mut Experiment) {
         let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let _notes = what_ran::record_what_ran(experiment, &seen);
+        let methods = self
+            .wait_methods
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for (c, m) in experiment.configurations.iter_mut().zip(methods) {
+            if let Some(m) = m {
+                c.params
+                    .insert(WAIT_METHOD_PARAM.into(), ParamValue::Text(m));
+            }
+        }
     }
 
     fn epochs_per_unit(&self) -> u64 {
@@ -147,6 +163,27 @@ impl Driven for JobExperiment {
 }
 
 impl JobExperiment {
+    /// How a completed window saw the training thread's wait, kept per
+    /// configuration as the least seen of its units.
+    fn saw_wait_method(&self, index: usize, files: &[records::ProcFile]) {
+        let method = records::measured(files)
+            .and_then(|f| f.first("done"))
+            .and_then(|d| d["wait"]["method"].as_str())
+            .map(str::to_string);
+        let Some(method) = method else { return };
+        let rank = |m: &str| match m {
+            WAIT_UNSEEN => 2,
+            WAIT_PARTIAL => 1,
+            _ => 0,
+        };
+        let mut all = self.wait_methods.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = all.get_mut(index)
+            && slot.as_deref().is_none_or(|m| rank(&method) > rank(m))
+        {
+            *slot = Some(method);
+        }
+    }
+
     /// Keep your settings' crash, so their A/A copy is not run to crash
     /// the same way.
     fn note_own_crash(&self, cid: &str, e: &UnitError) {
@@ -173,6 +210,7 @@ impl JobExperiment {
             modes: vec![TimingMode::WholeRun, TimingMode::Diagnostic],
             seen: Mutex::new(vec![None; n]),
             replayed: Mutex::new(None),
+            wait_methods: Mutex::new(vec![None; n]),
             accelerator: Mutex::new(None),
             batches_per_step: Mutex::new(None),
             own_crash: Mutex::new(None),
@@ -219,6 +257,9 @@ impl JobExperiment {
             }
         }
         let run = self.judge(&files, status, mode, repeat);
+        if run.is_ok() {
+            self.saw_wait_method(index, &files);
+        }
         let (signal, code) = (
             status.and_then(|s| s.signal()),
             status.and_then(|s| s.code()),
@@ -333,11 +374,15 @@ impl JobExperiment {
                 .unwrap_or_else(|e| e.into_inner()) = Some(b.div_ceil(n));
         }
         let run = records::run(f, done, mode, repeat);
+        // One batch's bytes: a step of gradient accumulation takes several.
         if let Some(w) = &run.whole_run
             && let (Some(bytes), Some(steps)) = (w.bytes, w.steps)
             && steps > 0
         {
-            self.plan.known.saw_batch_bytes(bytes / steps);
+            let batches = done["batches"].as_u64().filter(|&b| b >= steps);
+            self.plan
+                .known
+                .saw_batch_bytes(bytes / batches.unwrap_or(steps));
         }
         Ok(run)
     }

@@ -14,10 +14,11 @@ use crate::analysis::noise::{
 use crate::analysis::tune::{TuneChoice, pair_ratios, tune_choice};
 use crate::analysis::units::{group_thousands, show_percent, show_ratio};
 use crate::analysis::your_job::{
-    JOB_ID, JOB_SCRIPT_ID, JOB_VERIFY_ID, replay_ceiling, replay_stall,
+    JOB_ID, JOB_SCRIPT_ID, JOB_VERIFY_ID, WAIT_METHOD_PARAM, WAIT_PARTIAL, WAIT_UNSEEN,
+    replay_ceiling, replay_stall,
 };
 use crate::analysis::{contention, crashed, replay_text};
-use crate::format::{Bundle, Experiment};
+use crate::format::{Bundle, Experiment, ParamValue};
 
 /// What the verification's pairs said.
 struct Pairs {
@@ -30,16 +31,36 @@ pub fn job_closing(b: &Bundle) -> Vec<String> {
     let Some(e) = b.experiment(JOB_ID) else {
         return Vec::new();
     };
-    let mut out = if e.settings.contains_key("tune_grid") {
+    let mut out: Vec<String> = wait_seen(e).into_iter().collect();
+    out.extend(if e.settings.contains_key("tune_grid") {
         tune_text(b, e)
     } else {
         let mut out: Vec<String> = replay_text::sentence(b).into_iter().collect();
         out.extend(contention::sentence(b));
         out
-    };
+    });
     out.extend(crate::analysis::forecast_text::forecast_line(e));
     out.extend(what_changed(b));
     out
+}
+
+/// Your settings' wait, when the training thread's batches came (in some
+/// steps, or in all) through a path the hooks do not see.
+fn wait_seen(e: &Experiment) -> Option<String> {
+    let own = e.configuration(JOB_SCRIPT_ID)?;
+    let path = "a path stallscope does not see (not a DataLoader call or a queue.Queue in the \
+                training thread: a deque, a multiprocessing queue, a buffer of its own)";
+    match own.params.get(WAIT_METHOD_PARAM) {
+        Some(ParamValue::Text(m)) if m == WAIT_UNSEEN => Some(format!(
+            "Not seen: your training thread's batches came through {path}, so no wait share is \
+             given; the replay (the loop with the data free) measures the loader by difference."
+        )),
+        Some(ParamValue::Text(m)) if m == WAIT_PARTIAL => Some(format!(
+            "Partly seen: in some steps your training thread's batches came through {path}; \
+             their wait is not counted, so the wait share is a lower bound."
+        )),
+        _ => None,
+    }
 }
 
 /// What stallscope or PyTorch changed of what the script asked (the

@@ -530,6 +530,15 @@ pub fn metric_values(c: &Configuration, key: &MetricKey) -> Vec<f64> {
             .into_iter()
             .collect();
     }
+    // A job configuration whose training thread's wait was not seen has no
+    // wait figure: its runs' zeros are not the thread's.
+    let wait = matches!(
+        key.metric,
+        Metric::NextWaitMeanS | Metric::NextWaitMedianS | Metric::NextWaitP95S | Metric::WaitShare
+    );
+    if wait && crate::analysis::wait_unseen(c) {
+        return Vec::new();
+    }
     runs_for(c, key)
         .filter_map(|r| key.metric.of_run(r))
         .collect()

@@ -25,6 +25,21 @@ pub const JOB_VERIFY_ID: &str = "job-verify";
 /// The configuration of the script's own settings.
 pub const JOB_SCRIPT_ID: &str = "script";
 
+/// A job configuration's parameter that says how its wait was seen
+/// (docs/job-protocol.md `wait.method`): `training_thread`, `partial`,
+/// `unseen` or `loader_next`.
+pub const WAIT_METHOD_PARAM: &str = "wait_method";
+/// No step's batch was seen in the training thread: the wait figures are
+/// not the training thread's and are left out.
+pub const WAIT_UNSEEN: &str = "unseen";
+/// Some steps' batches were not seen.
+pub const WAIT_PARTIAL: &str = "partial";
+
+/// Whether `c`'s wait was not seen at all (its wait figures are left out).
+pub fn wait_unseen(c: &Configuration) -> bool {
+    matches!(c.params.get(WAIT_METHOD_PARAM), Some(ParamValue::Text(m)) if m == WAIT_UNSEEN)
+}
+
 /// The replay's whole-run figures (medians): the ceiling of the job's loop
 /// with free data.
 #[derive(Debug, Clone, PartialEq)]

@@ -152,9 +152,12 @@ pub fn job_answer(b: &Bundle) -> Option<JobAnswer> {
         .and_then(|r| r.chosen.as_deref());
     shares.extend(chosen.and_then(|id| job.configuration(id)).map(share));
     let replay_compute_s = replay_compute(b);
-    let shares_differ = shares
-        .first()
-        .and_then(|s| differ_line(s, replay_compute_s));
+    // The terminal's own sentence where it has one (one text for both).
+    let shares_differ = crate::analysis::contention::sentence(b).or_else(|| {
+        shares
+            .first()
+            .and_then(|s| differ_line(s, replay_compute_s))
+    });
     Some(JobAnswer {
         headline: headline(&d, job),
         memory,
@@ -191,7 +194,7 @@ fn headline(d: &JobDigest, job: &Experiment) -> Headline {
     }
     if let Some(r) = r {
         let (direction, ratio) = match r.grid_speedup.filter(|_| r.is_change()) {
-            Some(x) if x > 1.0 + NOISE_FLOOR => (Direction::More, x),
+            Some(x) if grid_clears(job, x) => (Direction::More, x),
             Some(x) => (Direction::NoDifference, x),
             None => (Direction::NoDifference, 1.0),
         };
@@ -208,6 +211,19 @@ fn headline(d: &JobDigest, job: &Experiment) -> Headline {
         };
     }
     own_headline(d)
+}
+
+/// Whether the grid's pick is faster than your settings: past the job's
+/// A/A floor (the rule `--tune` chose by) when it has one, else past the
+/// 2% floor.
+fn grid_clears(job: &Experiment, speedup: f64) -> bool {
+    use crate::analysis::noise::RatioDifference;
+    match crate::analysis::tune::tune_choice(job, JOB_SCRIPT_ID, &[]) {
+        Some(c) if c.floor.is_some() => c
+            .verdict
+            .is_some_and(|v| v.difference == RatioDifference::Higher),
+        _ => speedup > 1.0 + NOISE_FLOOR,
+    }
 }
 
 /// The A/B pairs' direction: against the job's A/A noise floor when it

@@ -114,9 +114,16 @@ fn both_shares_and_why_they_differ() {
     let (wait, replay) = (s.wait.unwrap(), s.by_replay.unwrap());
     assert!((0.85..0.95).contains(&wait), "{wait}");
     assert!(replay > 0.98, "{replay}");
+    // The terminal's sentence (analysis::contention), word for word.
     let line = a.shares_differ.expect("a reason");
-    assert!(line.contains("contention"), "{line}");
-    assert!(line.contains("with the data free"), "{line}");
+    assert_eq!(
+        Some(&line),
+        crate::analysis::contention::sentence(&fixture()).as_ref()
+    );
+    assert!(
+        line.contains("With no worker processes nothing takes"),
+        "{line}"
+    );
 }
 
 #[test]
