@@ -15,13 +15,15 @@ use crate::report::text;
 
 #[derive(Debug, clap::Args)]
 pub struct JobArgs {
-    /// Measured steps of the job's DataLoader, after the warm-up; the process then ends.
+    /// Measured training steps (optimizer steps of the training thread) after the warm-up; the
+    /// process then ends.
     #[arg(long, default_value_t = 50)]
     pub steps: u32,
-    /// Batches handed to the script unmeasured first (kernel selection, worker start).
+    /// Training steps the script runs unmeasured first (kernel selection, worker start).
     #[arg(long, default_value_t = 10)]
     pub warmup: u32,
-    /// Which DataLoader to measure: its index in the order they are first iterated.
+    /// Only for a loop that never steps an optimizer: the DataLoader whose loop is timed, by
+    /// its index in the order loaders are first iterated.
     #[arg(long, default_value_t = 0)]
     pub loader: u32,
     /// Repeats of every configuration (ascending, descending, ascending order). With --sweep or

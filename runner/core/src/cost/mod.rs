@@ -66,6 +66,14 @@ impl EpochWatch {
         } else {
             (None, None)
         };
+        // Each live worker process's peak restarts with the epoch, as the
+        // runner's own does (one meaning of peak memory): a persistent
+        // worker's figure is then this epoch's, not its life's.
+        for w in workers.iter().flat_map(|r| r.snapshot()) {
+            if w.ended.is_none() && w.kind == stallscope_loader::WorkerKind::Processes {
+                proc::reset_peak_rss(w.id);
+            }
+        }
         EpochWatch {
             before: CpuSnapshot::take(workers.as_ref()),
             workers,

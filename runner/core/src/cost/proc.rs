@@ -174,6 +174,12 @@ pub fn status_kb(status: &str, key: &str) -> Option<u64> {
         .map(|kb| kb * 1024)
 }
 
+/// Restart a process's `VmHWM` from its current RSS (`clear_refs` 5, as
+/// for the runner itself); false where the kernel refuses.
+pub fn reset_peak_rss(pid: u32) -> bool {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
+}
+
 /// A process's peak resident set size (`VmHWM`).
 pub fn peak_rss_bytes(pid: u32) -> Option<u64> {
     status_kb(
