@@ -138,6 +138,7 @@ impl Driven for JobExperiment {
                 }) => {
                     // The steps this mode measured before its fault, with
                     // what the earlier modes measured.
+                    self.note_crash(&cid, &failure);
                     runs.extend(part);
                     return Err(UnitError::Partial { runs, failure });
                 }
@@ -187,14 +188,16 @@ impl JobExperiment {
     /// Keep your settings' crash, so their A/A copy is not run to crash
     /// the same way.
     fn note_own_crash(&self, cid: &str, e: &UnitError) {
-        if cid != JOB_SCRIPT_ID {
-            return;
+        if let UnitError::Recorded(f) = e {
+            self.note_crash(cid, f);
         }
-        if let UnitError::Recorded(f) = e
-            && let Failure::Crashed { .. } = **f
-        {
+    }
+
+    /// The same for a crash after some measured steps (a partial run).
+    fn note_crash(&self, cid: &str, f: &Failure) {
+        if cid == JOB_SCRIPT_ID && matches!(f, Failure::Crashed { .. }) {
             let mut own = self.own_crash.lock().unwrap_or_else(|x| x.into_inner());
-            own.get_or_insert_with(|| (**f).clone());
+            own.get_or_insert_with(|| f.clone());
         }
     }
 
