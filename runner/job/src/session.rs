@@ -115,6 +115,9 @@ impl<'a> Session<'a> {
             Outcome::Finished { failures } => self.failures += failures,
             Outcome::Interrupted => self.interrupted = true,
         }
+        // The forecast follows the last whole-run window, this repeat's.
+        let limits = self.bundle.environment.limits.clone();
+        what_ran::forecast_all(&mut self.bundle.experiments[index], limits.as_ref());
         self.save();
         !self.interrupted
     }
