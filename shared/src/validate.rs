@@ -69,6 +69,7 @@ pub fn validate(bundle: &Bundle) -> Vec<Problem> {
         complete: bundle.status.state == RunState::Complete,
         ranks: (!bundle.ranks.is_empty()).then(|| bundle.ranks.iter().map(|r| r.rank).collect()),
         limits: bundle.environment.limits.clone(),
+        pooled: false,
     };
     v.bundle(bundle);
     v.problems
@@ -83,6 +84,10 @@ struct Validator {
     ranks: Option<HashSet<u32>>,
     /// The machine's limits, which forecasts are held to.
     limits: Option<HostLimits>,
+    /// The configuration being checked pools its ranks' runs (a merged
+    /// bundle): each memory counter is its largest rank's and the process
+    /// list one rank's, so the two need not agree.
+    pooled: bool,
 }
 
 impl Validator {
@@ -275,6 +280,7 @@ impl Validator {
             );
         }
         let mut ids = HashSet::new();
+        self.pooled = c.ranks.is_some();
         for (k, r) in c.runs.iter().enumerate() {
             let rpath = format!("{path}.runs[{k}]");
             if !ids.insert(r.id.as_str()) {

@@ -108,7 +108,6 @@ fn next_round(s: &Session, index: usize, r: &Resolution) -> Vec<usize> {
 /// Your settings crashed (before any step or after some): their A/A copy
 /// is not run again, so no floor will come of more repeats.
 fn own_crashed(e: &stallscope_bundle::Experiment) -> bool {
-    e.configuration(JOB_SCRIPT_ID).is_some_and(|c| {
-        matches!(c.failure, Some(stallscope_bundle::Failure::Crashed { .. }))
-    })
+    e.configuration(JOB_SCRIPT_ID)
+        .is_some_and(|c| matches!(c.failure, Some(stallscope_bundle::Failure::Crashed { .. })))
 }

@@ -200,7 +200,9 @@ fn pooled_cost(runs: &[&Run], samples: u64) -> Option<CpuCost> {
     })
 }
 
-/// Each memory counter's largest value over the ranks (a peak is a peak).
+/// Each memory counter's largest value over the ranks (a peak is a peak);
+/// the process list is one rank's, so `validate` does not hold the two to
+/// each other in a pooled configuration.
 fn max_memory(runs: &[&Run]) -> Option<Memory> {
     let mems: Vec<&Memory> = runs.iter().filter_map(|r| r.memory.as_ref()).collect();
     if mems.is_empty() {

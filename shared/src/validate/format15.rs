@@ -116,6 +116,9 @@ impl Validator {
                 );
             }
         }
+        if self.pooled {
+            return;
+        }
         let main = m.processes.iter().find(|p| p.role == "main");
         if let (Some(run), Some(peak)) =
             (m.host_peak_rss_bytes, main.and_then(|p| p.peak_rss_bytes))
