@@ -286,9 +286,11 @@ pub fn partial_run(f: &ProcFile, mode: &TimingMode, repeat: u32) -> Option<Run> 
     Some(run(f, &progress, mode, repeat))
 }
 
-/// The measured loader's record, as the DataLoader really ran.
+/// The measured loader's record, as the DataLoader really ran: the one
+/// that fed the training steps (`done`'s roles), else the one the window
+/// first took a batch from (`cold`).
 pub fn measured_loader(f: &ProcFile) -> Option<&Value> {
-    let index = f.first("cold").and_then(|c| c["loader"].as_u64());
+    let index = training_loader(f).or_else(|| f.first("cold").and_then(|c| c["loader"].as_u64()));
     f.of("loader")
         .find(|l| index.is_none_or(|i| l["index"].as_u64() == Some(i)))
 }
