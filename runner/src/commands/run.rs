@@ -139,7 +139,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         &wgpu
     } else {
         if let Some(n) = plan.torch_threads {
-            tch::set_num_threads(n);
+            stallscope_torch::set_torch_threads(n);
         }
         let request: DeviceRequest = args.device.parse()?;
         device = match (request, local_rank) {

@@ -17,6 +17,11 @@ pub fn apply_run_settings() -> Result<(), shim::ShimError> {
     })
 }
 
+/// libtorch's intra-op threads (a suite's `torch_threads`).
+pub fn set_torch_threads(n: i32) {
+    tch::set_num_threads(n);
+}
+
 /// Everything but the suite and seeds, which the run adds.
 pub fn environment(ctx: &DeviceCtx) -> Environment {
     let tf32 = shim::tf32().ok();

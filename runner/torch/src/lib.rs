@@ -25,7 +25,7 @@ mod steps;
 
 pub use data::{FashionMnist, tensor_data};
 pub use device::{DeviceCtx, DeviceRequest};
-pub use environment::{apply_run_settings, environment};
+pub use environment::{apply_run_settings, environment, set_torch_threads};
 pub use experiments::TorchBackend;
 pub use experiments::native_feed::{NativeFeed, Pinning};
 pub use experiments::source_plan::source_spec;

@@ -3,13 +3,16 @@
 //! CI. Module cycles in every crate (`graph`), functions over
 //! [`lengths::MAX_LINES`] lines (`lengths`), declared dependencies never
 //! named (`deps`), processes started outside `stallscope-python`
-//! (`spawns`), and paths into a runner crate's private modules (`faces`).
+//! (`spawns`), paths into a runner crate's private modules (`faces`), and
+//! the seams between crates: who depends on whom, who links a device
+//! library, what the format crate and the viewer never do (`seams`).
 //! Python's packages are held by `python/tests/test_layers.py`.
 mod deps;
 mod faces;
 mod graph;
 mod lengths;
 mod modules;
+mod seams;
 mod spawns;
 
 use anyhow::{Context, Result, bail};
@@ -27,7 +30,11 @@ pub(crate) fn run(repo: &Path) -> Result<()> {
             }
         }
         findings.extend(unused_of(repo, &dir)?);
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
+            .with_context(|| format!("reading {member}/Cargo.toml"))?;
+        findings.extend(seams::manifest_findings(&member, &manifest));
     }
+    findings.extend(seams_in_sources(repo)?);
     findings.extend(long_functions(repo)?);
     findings.extend(spawns_outside(repo)?);
     findings.extend(wide_faces(repo)?);
@@ -35,7 +42,7 @@ pub(crate) fn run(repo: &Path) -> Result<()> {
         println!(
             "structure: no module cycle, no function over {} lines, no unused dependency, \
              no process started outside stallscope-python, no path into a runner crate's \
-             private modules",
+             private modules, no crossed seam",
             lengths::MAX_LINES
         );
         return Ok(());
@@ -151,6 +158,19 @@ fn long_functions(repo: &Path) -> Result<Vec<String>> {
                 rel.display(),
                 lengths::MAX_LINES
             ));
+        }
+    }
+    Ok(out)
+}
+
+fn seams_in_sources(repo: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for file in rust_files(repo)? {
+        let rel = file.strip_prefix(repo).unwrap_or(&file);
+        if seams::checked(rel) {
+            let text = std::fs::read_to_string(&file)?;
+            let rel_s = rel.to_string_lossy().replace('\\', "/");
+            out.extend(seams::source_findings(&rel_s, &text));
         }
     }
     Ok(out)
