@@ -50,23 +50,30 @@ fn share_and_step(steps: &[(f64, f64)]) -> (f64, f64) {
     (wait / total, total / steps.len() as f64 / 1e9)
 }
 
-fn check(shape: &str, regime: &str) {
-    let dir = temp_dir(&format!("job-catalog-{shape}"));
-    let (out, truth) = (dir.path().join("out"), dir.path().join("truth"));
-    std::fs::create_dir_all(&truth).unwrap();
+/// `stallscope job` on catalog script `shape` in `regime`, the script's
+/// truth lines going to `truth`: its output (it exited 0) and bundle.
+fn job_on(shape: &str, regime: &str, out: &Path, truth: &Path) -> (std::process::Output, Bundle) {
+    std::fs::create_dir_all(truth).unwrap();
     let script = job_fixture(&format!("catalog/{shape}.py"));
     let o = stallscope()
         .args(["job", "--repeats", "1", "--warmup", &WARMUP.to_string()])
         .args(["--steps", &STEPS.to_string(), "--out"])
-        .arg(&out)
+        .arg(out)
         .args(["--", peers_python().to_str().unwrap(), &script])
         .args(["--regime", regime, "--steps", "60"])
-        .env("STALLSCOPE_TRUTH", &truth)
+        .env("STALLSCOPE_TRUTH", truth)
         .env("OMP_NUM_THREADS", "1")
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let b: Bundle = valid_bundle(&out.join("bundle.json"));
+    let b = valid_bundle(&out.join("bundle.json"));
+    (o, b)
+}
+
+fn check(shape: &str, regime: &str) {
+    let dir = temp_dir(&format!("job-catalog-{shape}"));
+    let (out, truth) = (dir.path().join("out"), dir.path().join("truth"));
+    let (_, b) = job_on(shape, regime, &out, &truth);
     let c = &b.experiment("job").unwrap().configurations[0];
     // Diagnostic: the bundle's step series against the script's steps of
     // the same process, the window's first step left out (stallscope's
@@ -178,19 +185,7 @@ fn accumulated_micro_batches_are_one_step() {
 fn a_wait_the_hooks_cannot_see_is_measured_by_difference() {
     let dir = temp_dir("job-catalog-deque");
     let (out, truth) = (dir.path().join("out"), dir.path().join("truth"));
-    std::fs::create_dir_all(&truth).unwrap();
-    let script = job_fixture("catalog/deque_feeder.py");
-    let o = stallscope()
-        .args(["job", "--repeats", "1", "--warmup", &WARMUP.to_string()])
-        .args(["--steps", &STEPS.to_string(), "--out"])
-        .arg(&out)
-        .args(["--", peers_python().to_str().unwrap(), &script])
-        .args(["--regime", "input", "--steps", "60"])
-        .env("STALLSCOPE_TRUTH", &truth)
-        .env("OMP_NUM_THREADS", "1")
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (o, b) = job_on("deque_feeder", "input", &out, &truth);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         stdout.contains("Not seen: your training thread's batches came through a path"),
@@ -198,7 +193,6 @@ fn a_wait_the_hooks_cannot_see_is_measured_by_difference() {
         text(&o)
     );
     assert!(!stdout.contains("waited for data"), "{}", text(&o));
-    let b: Bundle = valid_bundle(&out.join("bundle.json"));
     let c = b
         .experiment("job")
         .unwrap()
