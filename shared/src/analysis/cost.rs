@@ -72,16 +72,15 @@ pub fn timeline_cpu_cores_mean(r: &Run) -> Option<f64> {
 }
 
 /// ` (samples/s within the 15% noise floor; costs less CPU beyond the 13%
-/// CPU floor)`: both
-/// ratios of `b` against `a` judged against the job's A/A floor, the rule
-/// its throughput verdict follows.
+/// CPU floor)`: both ratios of `b` against `a` judged against the job's A/A
+/// floor, the rule its throughput verdict follows.
 fn against_floor(e: &Experiment, a: &str, b: &str, floor: &NoiseFloor) -> String {
     let rate = compare_configurations(e, a, b, floor, RatioOf::Rate);
     let cpu = compare_configurations(e, a, b, floor, RatioOf::CpuCost);
     let rate = match rate.map(|v| v.difference) {
         Some(RatioDifference::NoMeasurableDifference) => {
             format!(
-                "samples/s inside the {} noise floor",
+                "samples/s within the {} noise floor",
                 show_percent(floor.rate_floor)
             )
         }
