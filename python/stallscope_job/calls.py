@@ -205,7 +205,7 @@ class Calls:
                      "iterator_creation_s": info.iter_ns / 1e9,
                      "time_to_first_batch_s": None if first_ns is None else first_ns / 1e9,
                      "empty": first_ns is None, **iterator_facts(it), "phase": s.phase,
-                     "at_step": s.steps.count if s.phase == "window" else None, "thread": thread})
+                     "at_step": s.drained_count() if s.phase == "window" else None, "thread": thread})
         except Exception as e:  # noqa: BLE001 (reported; the batch still goes to the script)
             self.fail("the epoch record", e)
 
@@ -267,7 +267,8 @@ class Calls:
             if info.data:
                 if info.pending is not None:
                     tr.adopt_pending(info)
-                tr.log.append((t0, returned, synced, info, item, False, not tr.grad_enabled()))
+                got = records.sizes(item, tr.tensor)
+                tr.log.append((t0, returned, synced, info, got, False, not tr.grad_enabled()))
             else:
                 tr.pending_get(info, t0, returned, synced)
         except Exception as e:  # noqa: BLE001 (reported; the item still goes to the script)

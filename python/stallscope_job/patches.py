@@ -12,10 +12,13 @@ Each patched method checks `rt.live` first and calls the original at once when t
 puts everything back (in-process tests and the overhead micro-benchmark use it).
 
 The training thread's own `next()` on a DataLoader with nothing special pending (no first batch
-to record, no replay) and its `backward` take a **fast path** (`rt.fast_tid`, set once the training
-thread is known): a tuple appended to the tracker's log, nothing else (the lead optimizer's step
-resolves the log). It is the same measurement as the general path, in fewer operations: a step's
-own cost is what the instrumentation must not change.
+to record, no replay), its `get` on a data queue and its `backward` take a **fast path**
+(`rt.fast_tid`, set once the training thread is known): a tuple appended to the tracker's log (a
+fetch's carries its batch's size, read as it arrives), nothing else. The lead optimizer's step
+resolves the log, or, for the usual step inside the window, takes the quick end (training.py) in
+the post-hook itself. A known feeder thread's `next()` only counts its batch. It is the same
+measurement as the general path, in fewer operations: a step's own cost is what the
+instrumentation must not change, and each call the step passes runs with cold caches.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from __future__ import annotations
 import functools
 import threading
 import time
+
+from .records import UNSIZED
+from .records import batch_size_and_bytes as size
 
 get_ident = threading.get_ident
 now = time.perf_counter_ns
@@ -71,12 +77,12 @@ def hot(rt, patches: Patches) -> None:
     """The patches on the training path, installed when the process activates."""
     import torch
 
-    _iterators(rt, patches, torch.is_grad_enabled)
-    _queues(rt, patches, torch.is_grad_enabled)
+    _iterators(rt, patches, torch.is_grad_enabled, torch.Tensor)
+    _queues(rt, patches, torch.is_grad_enabled, torch.Tensor)
     _training(rt, patches)
 
 
-def _iterators(rt, patches: Patches, grad_enabled) -> None:
+def _iterators(rt, patches: Patches, grad_enabled, tensor) -> None:
     """Every DataLoader iterator's __next__: the training thread's fast path, a known feeder's, and
     the general one (runtime.Runtime.next)."""
     from torch.utils.data import dataloader as dl
@@ -93,8 +99,20 @@ def _iterators(rt, patches: Patches, grad_enabled) -> None:
             if info is not None and info.plain and rt.tracker.feeders.get(tid) is info:
                 batch = orig_next(self)
                 info.delivered += 1
-                if rt.session.counting:
-                    rt.count(info, batch)
+                s = rt.session
+                if s.counting:  # info.count, inline: this runs in the feeder, holding the GIL
+                    try:
+                        samples, nbytes = size(batch, tensor)
+                        u = info.since_uss
+                        u[0] += 1
+                        u[1] += samples or 0
+                        if s.phase == "window":
+                            w = info.window
+                            w[0] += 1
+                            w[1] += samples or 0
+                            w[2] += nbytes
+                    except Exception as e:  # noqa: BLE001 (reported; the batch goes on)
+                        rt.fail("recording a batch", e)
                 return batch
         elif fast == tid:
             tr = rt.tracker
@@ -113,8 +131,13 @@ def _iterators(rt, patches: Patches, grad_enabled) -> None:
                 finally:
                     tr.depth = 0
                 end = now()
-                tr.log.append((t0, end, end if mark is now else mark(), info, batch, False,
-                               not grad_enabled()))
+                synced = end if mark is now else mark()
+                try:
+                    got = size(batch, tensor)
+                except Exception as e:  # noqa: BLE001 (reported; the batch goes to the script)
+                    got = UNSIZED
+                    rt.fail("reading a batch's size", e)
+                tr.log.append((t0, end, synced, info, got, False, not grad_enabled()))
                 info.delivered += 1
                 return batch
         if not rt.live:
@@ -124,7 +147,7 @@ def _iterators(rt, patches: Patches, grad_enabled) -> None:
     patches.replace(base, "__next__", __next__)
 
 
-def _queues(rt, patches: Patches, grad_enabled) -> None:
+def _queues(rt, patches: Patches, grad_enabled, tensor) -> None:
     """queue.Queue.get (the training thread's fast path on a data queue, else the general one) and
     .put (a feeder's put marks a data queue; a put already seen costs a lookup)."""
     import queue
@@ -146,8 +169,13 @@ def _queues(rt, patches: Patches, grad_enabled) -> None:
                 finally:
                     tr.depth = 0
                     end = now()
-                    tr.log.append((t0, end, end if mark is now else mark(), info, item, False,
-                                   not grad_enabled()))
+                    synced = end if mark is now else mark()
+                    try:
+                        got = None if item is None else size(item, tensor)  # records.sizes
+                    except Exception as e:  # noqa: BLE001 (reported; the item goes to the script)
+                        got = UNSIZED
+                        rt.fail("reading a batch's size", e)
+                    tr.log.append((t0, end, synced, info, got, False, not grad_enabled()))
                     info.gets += 1
         if not rt.live:
             return orig_get(self, block, timeout)
@@ -188,10 +216,31 @@ def _training(rt, patches: Patches) -> None:
     patches.replace(torch.autograd, "backward", backward)
 
     def optimizer_post_hook(optimizer, _args, _kwargs):
-        if rt.fast_tid == get_ident() and optimizer is rt.tracker.lead:
-            rt.step_ends()
-        elif rt.live:
-            rt.optimizer_step(optimizer)
+        if rt.fast_tid != get_ident() or optimizer is not (tr := rt.tracker).lead:
+            if rt.live:
+                rt.optimizer_step(optimizer)
+            return
+        if tr.quick:  # the quick end (training.py): the usual step, kept for Tracker.drain
+            try:
+                log = tr.log
+                n = len(log)
+                entry = log[0] if n == 1 or (n == 2 and len(log[1]) == 1) else ()
+                if (len(entry) == 7 and entry[4] is not None and not entry[6]
+                        and not tr.copy_spans):
+                    t = tr.mark()
+                    if t < tr.flush_at:
+                        t0, source = entry[0], entry[3]
+                        life = source.it_ref  # source.ended(), inline
+                        tr.ended_quick.append((t, entry[1] - t0, entry[2] - t0, entry[4], source,
+                                               life is not None and life() is None))
+                        log.clear()
+                        tr.events += 1
+                        tr.quick -= 1
+                        return
+            except Exception as e:  # noqa: BLE001 (reported; the step resolves the usual way)
+                tr.quick = 0
+                rt.fail("a quick step end", e)
+        rt.step_ends()
 
     patches.add(register_optimizer_step_post_hook(optimizer_post_hook).remove)
     patches.add(peaks.watch_shutdowns(rt.workers_ending))

@@ -58,6 +58,17 @@ def script_facts(argv0: str | None, cwd: str) -> dict:
     return {"path": path, "sha256": digest.hexdigest(), "why": None}
 
 
+# A batch whose size could not be read (the error is reported): a batch, of unknown samples.
+UNSIZED = (None, 0)
+
+
+def sizes(item, tensor_type) -> tuple[int | None, int] | None:
+    """What the training thread's log keeps of a fetched item: its `batch_size_and_bytes`, read as
+    it arrives (its tensors are fresh in the cache then; the log never holds a batch), or None for
+    no batch (a queue's None)."""
+    return None if item is None else batch_size_and_bytes(item, tensor_type)
+
+
 def batch_size_and_bytes(batch, tensor_type, max_depth: int = 8) -> tuple[int | None, int]:
     """(first dim of the first tensor found, bytes of all tensors), through tuples, lists and dicts."""
     if type(batch) is tuple or type(batch) is list:  # the usual (x, y) of plain tensors, quickly
@@ -65,9 +76,11 @@ def batch_size_and_bytes(batch, tensor_type, max_depth: int = 8) -> tuple[int | 
         for t in batch:
             if type(t) is not tensor_type:
                 break
-            if first is None and t.dim():
-                first = int(t.shape[0])
-            total += t.numel() * t.element_size()
+            if first is None:
+                shape = t.shape
+                if shape:
+                    first = shape[0]
+            total += t.nbytes  # numel x element_size, in one call
         else:
             return first, total
     first = None

@@ -27,6 +27,9 @@ class Source:
 
     def __init__(self) -> None:
         self.roles: dict[tuple[str, str, str], list[int]] = {}
+        # A weak reference whose death ends the source (its newest iterator, or the queue itself);
+        # None: not ended. The tracker's quick end reads it inline, as `ended` does.
+        self.it_ref = None
 
     def note(self, phase: str, role: str, why: str, batches: int) -> None:
         got = self.roles.get((phase, role, why))
@@ -54,7 +57,8 @@ class Source:
                 for (p, role, why), (b, n) in sorted(self.roles.items())]
 
     def ended(self) -> bool:
-        return False
+        """Its newest iterator (a queue: the queue) was freed (a StopIteration is the burst's to see)."""
+        return self.it_ref is not None and self.it_ref() is None
 
 
 class LoaderInfo(Source):
@@ -68,7 +72,6 @@ class LoaderInfo(Source):
         self.index = index
         self.iteration = None
         self.decisions = decisions
-        self.it_ref = None  # the newest iterator
         self.epoch = -1
         self.first_pending = False
         self.plain = True  # no first batch pending, no replay: the training thread's fast path
@@ -94,10 +97,6 @@ class LoaderInfo(Source):
             w[1] += samples or 0
             w[2] += nbytes
 
-    def ended(self) -> bool:
-        """Its newest iterator was freed (a StopIteration is the burst's to see)."""
-        return self.it_ref is not None and self.it_ref() is None
-
     def refresh(self) -> None:
         self.plain = not self.first_pending and self.replay is None
 
@@ -109,7 +108,7 @@ class QueueInfo(Source):
 
     def __init__(self, q, index: int) -> None:
         super().__init__()
-        self.ref = weakref.ref(q)
+        self.ref = self.it_ref = weakref.ref(q)
         self.index = index
         self.kind_name = f"{type(q).__module__}.{type(q).__qualname__}"
         self.data = False  # a thread that iterates a DataLoader put into it
@@ -121,9 +120,6 @@ class QueueInfo(Source):
 
     def label(self) -> str:
         return f"queue #{self.index}"
-
-    def ended(self) -> bool:
-        return self.ref() is None
 
     def fed_by(self, loader) -> None:
         self.last_feeder = loader

@@ -16,9 +16,14 @@ docs/job-protocol.md ("The step") is the contract; in short:
   `config.loader` (iteration index), as protocol 1 did.
 
 The hooks on the training path only append to `log` (a fetch: `(t0, returned, synced, source,
-batch or None, stopped, gradients off)`; an event: `(t,)`); the lead optimizer's step resolves
-the log in one pass. Everything here runs in the script's threads; `Session` (window.py) owns the
-window around it.
+(samples, bytes) of its batch or None, stopped, gradients off)`, the batch's size read as it
+arrives, the batch never kept; an event: `(t,)`); the lead optimizer's step resolves the log in one
+pass. Inside the window, the usual step (one fetch with gradients on, then maybe a backward) takes
+the **quick end** instead: one tuple of what the resolution needs, resolved with the rest by
+`drain` at the window's next flush (every half second, FLUSH_NS) or at its close. The figures are
+the same; the step's own cost is what the instrumentation must not change, and a resolution run
+cold at every step cost more than a warm one per flush (docs/benchmarks.md, job-overhead).
+Everything here runs in the script's threads; `Session` (window.py) owns the window around it.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import threading
 import time
 
 from . import sources
-from .records import batch_size_and_bytes
+from .records import sizes
 
 now = time.perf_counter_ns
 get_ident = threading.get_ident
@@ -106,6 +111,9 @@ class Tracker:
         self.events = 0  # events so far (a pending queue get belongs to the burst of its event)
         self.log: list[tuple] = []  # fetches and events since the last resolution
         self.copy_spans: list[tuple[int, int]] = []  # (start, ns) of diagnostic copies
+        self.quick = 0  # window steps that may still take the quick end (0: each resolves at once)
+        self.flush_at = 0  # the quick end stops here: the window's next flush is due
+        self.ended_quick: list[tuple] = []  # quick ends not drained yet, in order (see drain)
 
     @property
     def fetching_since(self) -> int | None:
@@ -138,7 +146,7 @@ class Tracker:
             try:
                 returned = now()
                 synced = self.mark() if self.mark is not now else returned
-                got = item if ok and batch else None
+                got = sizes(item, self.tensor) if ok and batch else None
                 self.log.append((t0, returned, synced, source, got, stop, not self.grad_enabled()))
                 if source is self.fallback:
                     self.fallback_ok = not stop and got is not None
@@ -242,26 +250,51 @@ class Tracker:
         entry = log[0]
         if len(entry) == 1 or entry[6] or entry[4] is None:
             return False
-        t0, returned, synced, source, item, _, _ = entry
-        samples, nbytes = batch_size_and_bytes(item, self.tensor)
-        step.wait += returned - t0
-        step.synced += synced - t0
+        t0, returned, synced, source, (samples, nbytes), _, _ = entry
+        session = self.session
+        self._credit(step, returned - t0, synced - t0, samples, nbytes, source, source.ended(),
+                     session.phase, session.counting)
+        return True
+
+    @staticmethod
+    def _credit(step: Step, wait: int, synced: int, samples: int | None, nbytes: int, source,
+                ended: bool, phase: str, counting: bool) -> None:
+        """One usual step's fetch: added to the step, counted by its source, classified."""
+        step.wait += wait
+        step.synced += synced
         step.batches += 1
         step.bytes += nbytes
         if samples is not None:
             step.samples += samples
             step.sized += 1
-        session = self.session
-        window = session.phase == "window"
         if source.kind == "loader":
-            if session.counting:
-                source.count(samples, nbytes, window)
+            if counting:
+                source.count(samples, nbytes, phase == "window")
         else:
             for loader in source.loaders:
-                loader.note(session.phase, "training", source.fed_note, 1)
-        why = sources.ONLY if source.ended() else sources.TRAINED
-        source.note(session.phase, "training", why, 1)
-        return True
+                loader.note(phase, "training", source.fed_note, 1)
+        source.note(phase, "training", sources.ONLY if ended else sources.TRAINED, 1)
+
+    # ------------------------------------------------------------------ the quick end
+
+    # The lead optimizer's step post-hook (patches.py, `_training`) ends the usual step inside the
+    # window, as `_usual` reads its log, with no copy to place and the flush not due, on its quick
+    # path: `ended_quick` gets `(end, wait, synced wait, (samples, bytes), source, source ended)`
+    # and the log is cleared, `quick` counts down. `drain` makes those into rows, in order.
+
+    def drain(self, rows: list) -> None:
+        """The quick ends so far, in order, made into the window's rows (what `resolve` and
+        `close_step` made of each at its end)."""
+        if not self.ended_quick:
+            return
+        s = self.session
+        step, diagnostic, counting, credit = self.step, s.diagnostic, s.counting, self._credit
+        for t, wait, synced, (samples, nbytes), source, ended in self.ended_quick:
+            credit(step, wait, synced, samples, nbytes, source, ended, "window", counting)
+            rows.append(step.row(t, diagnostic))
+            step = Step(t)
+        self.step = step
+        self.ended_quick.clear()
 
     def _segment(self, log: list, i: int, j: int, t: int, step: Step | None, spans: list) -> None:
         """The fetches log[i:j], all between two events (the second at `t`)."""
@@ -297,17 +330,17 @@ class Tracker:
                 b.source.note(phase, "validation", b.why, b.batches)
 
     def _add(self, b: Burst, entry: tuple, seq: int) -> None:
-        t0, returned, synced, _, item, stopped, no_grad = entry
+        t0, returned, synced, _, got, stopped, no_grad = entry
         b.seq, b.last_end = seq, synced
         b.wait += returned - t0
         b.synced += synced - t0
         b.no_grad = b.no_grad or no_grad
         if stopped:
             b.stopped = True
-        elif item is not None:
+        elif got is not None:
             b.stopped = False
             b.batches += 1
-            samples, nbytes = batch_size_and_bytes(item, self.tensor)
+            samples, nbytes = got
             if samples is not None:
                 b.samples += samples
                 b.sized += 1

@@ -83,6 +83,7 @@ class Session:
         """A training step ends now (the lead optimizer's step, or the fallback's next())."""
         tr = self.tracker
         if self.phase == "window":
+            tr.drain(self.steps.rows)
             ending = self.steps.count + 1 >= self.config.steps
             if not ending and now() - self.last_flush >= FLUSH_NS:
                 self._flush()
@@ -93,6 +94,8 @@ class Session:
             self.steps.rows.append(tr.close_step(t))
             if ending:
                 self._finish(t)
+            else:
+                self._arm()
             return
         if self.phase != "warmup":
             return
@@ -104,6 +107,17 @@ class Session:
             self._open()
         elif self.replay is None and self.warm_steps == self._needed() - 1:
             self._read_uss()
+
+    def _arm(self) -> None:
+        """The steps up to the window's last (it closes the window) and up to its next flush may end
+        on the lead optimizer's hook's quick path (training.py, "the quick end")."""
+        tr = self.tracker
+        tr.quick = self.config.steps - 1 - self.steps.count if tr.mode == "optimizer" else 0
+        tr.flush_at = self.last_flush + FLUSH_NS
+
+    def drained_count(self) -> int:
+        """Steps of the window so far, quick ends not yet drained included (any thread may ask)."""
+        return self.steps.count + len(self.tracker.ended_quick)
 
     def _read_uss(self) -> None:
         """The workers' USS for the memory forecast, one step before the window opens (reading
@@ -167,6 +181,7 @@ class Session:
             tr.mark = self.clock.mark
         self.t0 = self.last_flush = t0
         self.phase = "window"
+        self._arm()
 
     # ------------------------------------------------------------------ records
 
@@ -258,6 +273,7 @@ class Session:
         the next next() in protocol 1)."""
         cpu_close = cpu.snapshot(closing=True)
         self.phase = "done"
+        self.tracker.quick = 0
         self.rt.close_window(exit_pending=self.tracker.mode == "optimizer")
         self._flush()
         workers = self.rt.workers()
@@ -276,6 +292,9 @@ class Session:
         """Flush what was measured and describe where the process stood (for `end`)."""
         t = now()
         tr = self.tracker
+        tr.quick = 0
+        if self.phase == "window":
+            tr.drain(self.steps.rows)
         pending = None
         if tr.step is not None and self.phase in ("warmup", "window"):
             waiting = tr.fetching_since
