@@ -1,7 +1,7 @@
 """The instrumentation's overhead per training step, for a plain loop and a background-thread loop, two ways.
 
     python -m stallscope_job.overhead [--rounds 5] [--steps 2000] [--warmup 50] [--workers 0]
-    python -m stallscope_job.overhead --micro [--rounds 40] [--steps 500]
+    python -m stallscope_job.overhead --micro [--rounds 400] [--chunk 10]
 
 Two loops, each the step of fixtures/job/train_self_timed.py (the script `cargo xtask bench
 job-overhead` runs: an MLP 128 -> 512 -> 512 -> 10, batches of 64 from an in-memory DataLoader; a
@@ -14,13 +14,15 @@ interleaved processes. The script times its steps [warmup, warmup + steps) from 
 step post-hook (which torch runs before stallscope's global one, so the last step is timed before the
 instrumented process ends) and prints the mean.
 
---micro: one process per loop and variant; chunks of steps with the instrumentation's patches
-installed and removed in turn (AB, BA, ...; stallscope_job.patches undoes and redoes them in place),
-inside the open window, timed in wall time and in the process's CPU time (all its threads: the
-thread loop's feeder too; steadier than wall time on a busy machine). The difference per step is the
-instrumentation's cost, free of the noise between processes, with one difference per pair of rounds for its spread; the same script without
-STALLSCOPE_JOB (variant `off`, nothing to install) gives the noise floor. `micro` is the plain
-loop's (the keys `cargo xtask bench job-overhead` reads), `micro_thread` the thread loop's.
+--micro: one process per loop and variant; short chunks of steps (10) with the instrumentation's
+patches installed and removed in turn (stallscope_job.patches undoes and redoes them in place),
+inside the open window. Each round is a pair, one chunk on and one off (on-off, off-on, ...), so
+the machine's drift, which is slow beside a chunk of tens of milliseconds, falls on both halves
+alike; each pair's share (on / off - 1, wall time) is one sample of the instrumentation's cost,
+free of the noise between processes, and `cargo xtask bench job-overhead` takes their median with
+its confidence interval. The same script without STALLSCOPE_JOB (variant `off`, nothing to
+install) is the A/A check: its interval should hold 0. `micro` is the plain loop's, `micro_thread`
+the thread loop's.
 """
 
 from __future__ import annotations
@@ -100,22 +102,18 @@ MICRO = COMMON + """
     it = batches()
     for _ in range(warmup):
         step(*next(it))
-    times = {(on, clock): [] for on in (True, False) for clock in ("wall", "cpu")}
-    for r in range(rounds):
+    wall, cpu = time.perf_counter_ns, time.process_time_ns
+    for r in range(rounds):  # one pair of chunks per round: on then off, or off then on
+        got = {}
         for on in ((True, False) if r % 2 == 0 else (False, True)):
             instrumented(on)
-            t, c = time.perf_counter_ns(), time.process_time_ns()
+            t, c = wall(), cpu()
             for _ in range(chunk):
                 step(*next(it))
-            times[on, "cpu"].append(time.process_time_ns() - c)
-            times[on, "wall"].append(time.perf_counter_ns() - t)
+            got[on] = (wall() - t, cpu() - c)
+        print("PAIR", *got[True], *got[False], flush=True)
     instrumented(True)
-    n = rounds * chunk
-    for clock in ("wall", "cpu"):
-        on, off = times[True, clock], times[False, clock]
-        pairs = [(on[i] + on[i + 1] - off[i] - off[i + 1]) / (2 * chunk) for i in range(0, rounds - 1, 2)]
-        print(f"MICRO {clock} {sum(on) / n / 1e9:.9f} {sum(off) / n / 1e9:.9f}", flush=True)
-        print(f"PAIRS {clock} " + " ".join(f"{d / 1e9:.9f}" for d in pairs), flush=True)
+    print("DONE", chunk, flush=True)
 """
 
 LOOPS = ("plain", "thread")
@@ -138,6 +136,28 @@ def _run(script: str, args: list[str], job: dict | None) -> str:
     return proc.stdout
 
 
+def _pairs(text: str, where: str) -> tuple[int, list[tuple[int, int, int, int]]]:
+    """The chunk and each pair's (on wall, on CPU, off wall, off CPU) ns of a MICRO script's output."""
+    pairs = [tuple(int(v) for v in l.split()[1:5]) for l in text.splitlines() if l.startswith("PAIR ")]
+    done = [l for l in text.splitlines() if l.startswith("DONE ")]
+    if not pairs or not done:
+        raise RuntimeError(f"{where} printed no PAIR or DONE line: {text[-500:]}")
+    return int(done[0].split()[1]), pairs
+
+
+def _variant(pairs: list[tuple[int, int, int, int]], chunk: int) -> dict:
+    """One variant's figures: totals per step, and per pair the difference (µs) and the share."""
+    n = len(pairs) * chunk
+    on, on_cpu, off, off_cpu = (sum(p[i] for p in pairs) / n / 1e3 for i in range(4))
+    return {"pairs": len(pairs), "chunk": chunk,
+            "on_step_us": round(on, 3), "off_step_us": round(off, 3),
+            "difference_us": round(on - off, 3), "overhead_pct": round((on / off - 1) * 100, 3),
+            "cpu_on_step_us": round(on_cpu, 3), "cpu_off_step_us": round(off_cpu, 3),
+            "cpu_difference_us": round(on_cpu - off_cpu, 3),
+            "pair_difference_us": [round((a - c) / chunk / 1e3, 3) for a, _, c, _ in pairs],
+            "pair_share": [round(a / c - 1, 6) for a, _, c, _ in pairs]}
+
+
 def _micro_loop(tmp: str, loop: str, rounds: int, chunk: int, batch: int, warmup: int) -> dict:
     script = _script(tmp, "micro.py", MICRO)
     out = {}
@@ -146,32 +166,23 @@ def _micro_loop(tmp: str, loop: str, rounds: int, chunk: int, batch: int, warmup
         # A window far longer than the rounds: it stays open while they run.
         job = launch.config(folder, warmup=warmup, steps=10 * rounds * chunk) if variant == "whole_run" else None
         text = _run(script, [loop, str(warmup), str(rounds * chunk), "0", str(batch), str(chunk)], job)
-        out[variant] = {}
-        for clock, prefix in (("wall", ""), ("cpu", "cpu_")):
-            line = next((l for l in text.splitlines() if l.startswith(f"MICRO {clock} ")), None)
-            if line is None:
-                raise RuntimeError(f"{script} ({loop}, {variant}) printed no MICRO {clock} line: {text[-500:]}")
-            on, off = (float(v) for v in line.split()[2:])
-            pairs = next((l.split()[2:] for l in text.splitlines() if l.startswith(f"PAIRS {clock} ")), [])
-            out[variant].update({
-                f"{prefix}on_step_us": round(on * 1e6, 3), f"{prefix}off_step_us": round(off * 1e6, 3),
-                f"{prefix}difference_us": round((on - off) * 1e6, 3),
-                f"{prefix}overhead_pct": round((on / off - 1) * 100, 3),
-                f"{prefix}pair_difference_us": [round(float(d) * 1e6, 3) for d in pairs]})
+        got_chunk, pairs = _pairs(text, f"{script} ({loop}, {variant})")
+        out[variant] = _variant(pairs, got_chunk)
     return out
 
 
 def micro(tmp: str, rounds: int, chunk: int, batch: int, warmup: int = 20) -> dict:
     plain = _micro_loop(tmp, "plain", rounds, chunk, batch, warmup)
     thread = _micro_loop(tmp, "thread", rounds, chunk, batch, warmup)
-    return {"micro": plain, "micro_thread": thread, "steps_each": rounds * chunk, "batch": batch,
+    return {"micro": plain, "micro_thread": thread, "rounds": rounds, "chunk": chunk, "batch": batch,
             "meaning": "per training step, with the instrumentation's patches installed (on) against "
-                       "removed (off), chunks alternated in one process inside the open window: "
-                       "whole_run.difference_us is its cost per step in wall time, cpu_difference_us in "
-                       "the process's CPU time (all its threads; steadier on a busy machine), "
-                       "off.difference_us the noise (nothing installed); pair_difference_us the same per "
-                       "pair of rounds (AB, BA); micro is the plain loop, micro_thread the "
-                       "background-thread loop"}
+                       "removed (off), in one process inside the open window: each round one chunk "
+                       "of `chunk` steps on and one off, in the order on-off, off-on, ...; "
+                       "pair_share[i] = round i's on time / off time - 1 (wall), "
+                       "pair_difference_us[i] its difference per step; the totals over all rounds "
+                       "in wall and in the process's CPU time (all its threads); variant `off` runs "
+                       "the same with nothing installed (no STALLSCOPE_JOB): the A/A noise; micro is "
+                       "the plain loop, micro_thread the background-thread loop"}
 
 
 def processes(tmp: str, loop: str, a) -> dict:
@@ -196,16 +207,18 @@ def processes(tmp: str, loop: str, a) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=None, help="default 5, --micro 400")
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--micro", action="store_true")
+    parser.add_argument("--chunk", type=int, default=10, help="--micro: steps per chunk")
     a = parser.parse_args()
+    a.rounds = a.rounds or (400 if a.micro else 5)
     with tempfile.TemporaryDirectory(prefix="stallscope-overhead-") as tmp:
         if a.micro:
-            print(json.dumps(micro(tmp, a.rounds, a.steps, a.batch), indent=1))
+            print(json.dumps(micro(tmp, a.rounds, a.chunk, a.batch), indent=1))
             return
         out = {"rounds": a.rounds, "steps": a.steps, "workers": a.workers, "batch": a.batch}
         for loop in LOOPS:
