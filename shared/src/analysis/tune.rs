@@ -108,11 +108,13 @@ pub fn tune_candidate(e: &Experiment, c: &Configuration) -> Option<TuneCandidate
 /// whole-run figure.
 pub fn tune_choice(e: &Experiment, baseline: &str, exclude: &[&str]) -> Option<TuneChoice> {
     let floor = job_noise_floor(e).filter(|f| f.a == baseline);
+    let own = e.configuration(baseline);
     let all: Vec<TuneCandidate> = e
         .configurations
         .iter()
         .filter(|c| !exclude.contains(&c.id.as_str()))
         .filter(|c| floor.is_none() || c.id != JOB_SCRIPT_AGAIN_ID)
+        .filter(|c| c.id == baseline || !own.is_some_and(|own| same_settings(e, own, c)))
         .filter_map(|c| tune_candidate(e, c))
         .collect();
     let base = all.iter().find(|c| c.id == baseline)?.clone();
@@ -124,6 +126,16 @@ pub fn tune_choice(e: &Experiment, baseline: &str, exclude: &[&str]) -> Option<T
         Some(floor) => floored_choice(e, &all, base, fastest, floor),
         None => spread_choice(&all, base, fastest),
     })
+}
+
+/// Whether `c` sets every swept parameter it has as `own` does: a grid point
+/// that is the script's own settings again (no change to recommend; what it
+/// measured against `own` is the noise between two runs of one thing).
+fn same_settings(e: &Experiment, own: &Configuration, c: &Configuration) -> bool {
+    !e.swept.is_empty()
+        && e.swept
+            .iter()
+            .all(|k| c.params.get(k).is_none_or(|v| own.params.get(k) == Some(v)))
 }
 
 /// The old rule: within the larger spread of the fastest's.
@@ -293,7 +305,7 @@ mod floor_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{CpuCost, ExperimentKind, Phase, Run, WholeRun};
+    use crate::format::{CpuCost, ExperimentKind, ParamValue, Phase, Run, WholeRun};
 
     fn config(id: &str, rates: &[f64], cpu_s: f64) -> Configuration {
         let runs = rates
@@ -359,6 +371,25 @@ mod tests {
             !c.keep,
             "3% is beyond the floor when one repeat has no spread"
         );
+    }
+
+    #[test]
+    fn a_grid_point_with_the_scripts_own_settings_is_never_the_pick() {
+        let with = |c: Configuration, w: i64| c.with_param("num_workers", ParamValue::Int(w));
+        let mut e = grid(vec![
+            with(config("script", &[100.0], 1.0), 0),
+            with(config("w0", &[150.0], 1.0), 0),
+            with(config("w1", &[90.0], 1.0), 1),
+        ]);
+        e.swept = vec!["num_workers".into()];
+        let c = tune_choice(&e, "script", &[]).unwrap();
+        assert!(c.keep, "w0 is the script's settings: {c:?}");
+        assert_eq!((c.chosen.id.as_str(), c.candidates), ("script", 2));
+        e.configurations[1]
+            .params
+            .insert("num_workers".into(), ParamValue::Int(2));
+        let c = tune_choice(&e, "script", &[]).unwrap();
+        assert_eq!((c.chosen.id.as_str(), c.keep), ("w0", false));
     }
 
     #[test]
