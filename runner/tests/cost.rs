@@ -123,14 +123,41 @@ fn slot(mode: TimingMode, epoch: u32) -> EpochSlot {
     }
 }
 
-fn within(what: &str, measured: f64, work: f64) {
-    eprintln!("{what}: {measured:.3} CPU-s measured, {work:.3} CPU-s of work");
+/// The samples' work in CPU-seconds, calibrated before and after the
+/// epoch: on a shared machine one calibration can land on a busier moment
+/// than the epoch (58% apart once in CI), so a figure agrees with the work
+/// when it agrees with either.
+#[derive(Clone, Copy)]
+struct Work([f64; 2]);
+
+impl Work {
+    fn before(rounds: u64) -> f64 {
+        per_sample_cpu_s(rounds) * SAMPLES as f64
+    }
+
+    fn after(before: f64, rounds: u64) -> Self {
+        Work([before, Self::before(rounds)])
+    }
+
+    fn max(self) -> f64 {
+        self.0[0].max(self.0[1])
+    }
+
+    fn min(self) -> f64 {
+        self.0[0].min(self.0[1])
+    }
+}
+
+fn within(what: &str, measured: f64, work: Work) {
+    let fits = |w: f64| measured >= LOW * w && measured <= HIGH * w + SLACK_S;
+    let [w0, w1] = work.0;
+    eprintln!("{what}: {measured:.3} CPU-s measured, {w0:.3} / {w1:.3} CPU-s of work");
     assert!(
-        measured >= LOW * work && measured <= HIGH * work + SLACK_S,
-        "{what}: measured {measured:.3} CPU-s for {work:.3} CPU-s of work \
-         (expected {:.3}..{:.3})",
-        LOW * work,
-        HIGH * work + SLACK_S
+        fits(w0) || fits(w1),
+        "{what}: measured {measured:.3} CPU-s for {w0:.3} (before) / {w1:.3} (after) CPU-s \
+         of work (expected {:.3}..{:.3} of either)",
+        LOW * w0.min(w1),
+        HIGH * w0.max(w1) + SLACK_S
     );
 }
 
@@ -140,7 +167,7 @@ fn cost(run: &Run) -> &CpuCost {
 
 /// The cost's parts: the runner first, then one per worker; thread workers
 /// inside the runner's figure, process workers added to it with their memory.
-fn check_parts(what: &str, (workers, kind): (usize, WorkerKind), run: &Run, work: f64) {
+fn check_parts(what: &str, (workers, kind): (usize, WorkerKind), run: &Run, work: Work) {
     let c = cost(run);
     let runner = &c.parts[0];
     assert_eq!(
@@ -174,7 +201,10 @@ fn check_parts(what: &str, (workers, kind): (usize, WorkerKind), run: &Run, work
                 (c.cpu_s - runner_s - part_sum).abs() < 1e-9,
                 "{what}: processes add"
             );
-            assert!(runner_s < 0.5 * work, "{what}: the runner only hands over");
+            assert!(
+                runner_s < 0.5 * work.max(),
+                "{what}: the runner only hands over"
+            );
             let peaks: Vec<u64> = workers_parts
                 .iter()
                 .map(|p| p.peak_rss_bytes.unwrap())
@@ -244,9 +274,10 @@ fn cpu_seconds_agree_with_the_work_done_for_every_loader() {
         (2, WorkerKind::Processes),
     ] {
         let what = format!("{workers} {kind:?}");
-        let work = per_sample_cpu_s(rounds) * SAMPLES as f64;
+        let before = Work::before(rounds);
         let mut f = feed(rounds, workers, kind, false);
         let run = loader_only_epoch(&mut f, slot(TimingMode::WholeRun, 0), &stop).unwrap();
+        let work = Work::after(before, rounds);
         let c = cost(&run);
         within(&what, c.cpu_s, work);
         let per = c.cpu_s_per_1000_samples.unwrap();
@@ -270,10 +301,11 @@ fn persistent_workers_are_counted_per_epoch_not_cumulatively() {
     for kind in [WorkerKind::Threads, WorkerKind::Processes] {
         let mut f = feed(rounds, 2, kind, true);
         for epoch in 0..2 {
-            let work = per_sample_cpu_s(rounds) * SAMPLES as f64;
+            let before = Work::before(rounds);
             // Diagnostic epochs get the cost but no timeline.
             let run =
                 loader_only_epoch(&mut f, slot(TimingMode::Diagnostic, epoch), &stop).unwrap();
+            let work = Work::after(before, rounds);
             assert!(run.timeline.is_none());
             let c = cost(&run);
             let parts: f64 = c.parts[1..].iter().map(|p| p.user_s + p.system_s).sum();
@@ -299,9 +331,10 @@ fn a_training_epoch_on_the_cpu_records_cost_and_why_there_is_no_gpu_timeline() {
     };
     let mut t = Trainer::new(spec_m, spec_m.default_optimizer(), ctx.device, 0).unwrap();
     let mut f = feed(rounds, 2, WorkerKind::Processes, false);
-    let work = per_sample_cpu_s(rounds) * SAMPLES as f64;
+    let before = Work::before(rounds);
     let s = slot(TimingMode::WholeRun, 0);
     let run = run_epoch(&mut t, &mut f, &ctx, CopyMode::default(), s, &stop).unwrap();
+    let work = Work::after(before, rounds).min();
     let c = cost(&run);
     assert!(c.cpu_s >= LOW * work, "{} vs {work}", c.cpu_s);
     let tl = run.timeline.as_ref().unwrap();
