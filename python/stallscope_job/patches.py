@@ -15,8 +15,8 @@ The training thread's own `next()` on a DataLoader with nothing special pending 
 to record, no replay), its `get` on a data queue and its `backward` take a **fast path**
 (`rt.fast_tid`, set once the training thread is known): a tuple appended to the tracker's log (a
 fetch's carries its batch's size, read as it arrives), nothing else. The lead optimizer's step
-resolves the log, or, for the usual step inside the window, takes the quick end (training.py) in
-the post-hook itself. A known feeder thread's `next()` only counts its batch. It is the same
+resolves the log, or, for the usual step inside the window, takes the quick end
+(`Tracker.quick_end`). A known feeder thread's `next()` only counts its batch. It is the same
 measurement as the general path, in fewer operations: a step's own cost is what the
 instrumentation must not change, and each call the step passes runs with cold caches.
 """
@@ -27,7 +27,7 @@ import functools
 import threading
 import time
 
-from .records import UNSIZED
+from .records import UNSIZED, sizes
 from .records import batch_size_and_bytes as size
 
 get_ident = threading.get_ident
@@ -99,20 +99,8 @@ def _iterators(rt, patches: Patches, grad_enabled, tensor) -> None:
             if info is not None and info.plain and rt.tracker.feeders.get(tid) is info:
                 batch = orig_next(self)
                 info.delivered += 1
-                s = rt.session
-                if s.counting:  # info.count, inline: this runs in the feeder, holding the GIL
-                    try:
-                        samples, nbytes = size(batch, tensor)
-                        u = info.since_uss
-                        u[0] += 1
-                        u[1] += samples or 0
-                        if s.phase == "window":
-                            w = info.window
-                            w[0] += 1
-                            w[1] += samples or 0
-                            w[2] += nbytes
-                    except Exception as e:  # noqa: BLE001 (reported; the batch goes on)
-                        rt.fail("recording a batch", e)
+                if rt.session.counting:
+                    rt.count(info, batch)
                 return batch
         elif fast == tid:
             tr = rt.tracker
@@ -171,7 +159,7 @@ def _queues(rt, patches: Patches, grad_enabled, tensor) -> None:
                     end = now()
                     synced = end if mark is now else mark()
                     try:
-                        got = None if item is None else size(item, tensor)  # records.sizes
+                        got = sizes(item, tensor)
                     except Exception as e:  # noqa: BLE001 (reported; the item goes to the script)
                         got = UNSIZED
                         rt.fail("reading a batch's size", e)
@@ -220,26 +208,8 @@ def _training(rt, patches: Patches) -> None:
             if rt.live:
                 rt.optimizer_step(optimizer)
             return
-        if tr.quick:  # the quick end (training.py): the usual step, kept for Tracker.drain
-            try:
-                log = tr.log
-                n = len(log)
-                entry = log[0] if n == 1 or (n == 2 and len(log[1]) == 1) else ()
-                if (len(entry) == 7 and entry[4] is not None and not entry[6]
-                        and not tr.copy_spans):
-                    t = tr.mark()
-                    if t < tr.flush_at:
-                        t0, source = entry[0], entry[3]
-                        life = source.it_ref  # source.ended(), inline
-                        tr.ended_quick.append((t, entry[1] - t0, entry[2] - t0, entry[4], source,
-                                               life is not None and life() is None))
-                        log.clear()
-                        tr.events += 1
-                        tr.quick -= 1
-                        return
-            except Exception as e:  # noqa: BLE001 (reported; the step resolves the usual way)
-                tr.quick = 0
-                rt.fail("a quick step end", e)
+        if tr.quick and tr.quick_end():  # the usual step, kept for Tracker.drain
+            return
         rt.step_ends()
 
     patches.add(register_optimizer_step_post_hook(optimizer_post_hook).remove)

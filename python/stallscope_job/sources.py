@@ -28,7 +28,7 @@ class Source:
     def __init__(self) -> None:
         self.roles: dict[tuple[str, str, str], list[int]] = {}
         # A weak reference whose death ends the source (its newest iterator, or the queue itself);
-        # None: not ended. The tracker's quick end reads it inline, as `ended` does.
+        # None: not ended (see `ended`).
         self.it_ref = None
 
     def note(self, phase: str, role: str, why: str, batches: int) -> None:

@@ -241,14 +241,21 @@ class Tracker:
                     step.copies += 1
         self.copy_spans.clear()
 
-    def _usual(self, log: list, step: Step) -> bool:
-        """The usual step's log, one fetch of a batch with gradients on and then maybe a backward,
-        added straight to the step (what `_segment` would do, in fewer operations). False: not it."""
+    @staticmethod
+    def _usual_fetch(log: list) -> tuple | None:
+        """The fetch of the usual step's log (one fetch of a batch with gradients on, then maybe a
+        backward), or None: not the usual step."""
         n = len(log)
-        if self.mode != "optimizer" or not (n == 1 or (n == 2 and len(log[1]) == 1)):
-            return False
+        if not (n == 1 or (n == 2 and len(log[1]) == 1)):
+            return None
         entry = log[0]
-        if len(entry) == 1 or entry[6] or entry[4] is None:
+        return None if len(entry) == 1 or entry[6] or entry[4] is None else entry
+
+    def _usual(self, log: list, step: Step) -> bool:
+        """The usual step's log added straight to the step (what `_segment` would do, in fewer
+        operations). False: not it."""
+        entry = self._usual_fetch(log) if self.mode == "optimizer" else None
+        if entry is None:
             return False
         t0, returned, synced, source, (samples, nbytes), _, _ = entry
         session = self.session
@@ -277,10 +284,29 @@ class Tracker:
 
     # ------------------------------------------------------------------ the quick end
 
-    # The lead optimizer's step post-hook (patches.py, `_training`) ends the usual step inside the
-    # window, as `_usual` reads its log, with no copy to place and the flush not due, on its quick
-    # path: `ended_quick` gets `(end, wait, synced wait, (samples, bytes), source, source ended)`
-    # and the log is cleared, `quick` counts down. `drain` makes those into rows, in order.
+    def quick_end(self) -> bool:
+        """The lead optimizer's step ends the usual step inside the window (while `quick` lasts),
+        with no copy to place and the flush not due: `ended_quick` gets `(end, wait, synced wait,
+        (samples, bytes), source, source ended)`, the log is cleared, `quick` counts down, and
+        `drain` makes the rows later. False: the step resolves the usual way (`resolve`)."""
+        try:
+            entry = self._usual_fetch(self.log)
+            if entry is None or self.copy_spans:
+                return False
+            t = self.mark()
+            if t >= self.flush_at:
+                return False
+            t0, source = entry[0], entry[3]
+            self.ended_quick.append((t, entry[1] - t0, entry[2] - t0, entry[4], source,
+                                     source.ended()))
+            self.log.clear()
+            self.events += 1
+            self.quick -= 1
+            return True
+        except Exception as e:  # noqa: BLE001 (reported; the step resolves the usual way)
+            self.quick = 0
+            self.session.rt.fail("a quick step end", e)
+            return False
 
     def drain(self, rows: list) -> None:
         """The quick ends so far, in order, made into the window's rows (what `resolve` and
