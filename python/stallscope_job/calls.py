@@ -167,7 +167,7 @@ class Calls:
             info.delivered += 1
             if info.first_pending:
                 self._epoch_record(it, info, now() - info.iter_start)
-            if count and self.session.counting:
+            if count and self.session.counting and not info.counted_at_get:
                 self._count(info, batch)
         except Exception as e:  # noqa: BLE001 (reported; the batch still goes to the script)
             self.fail("recording a batch", e)
@@ -179,7 +179,7 @@ class Calls:
             s.replay.gather(it, info, orig, s.torch.Tensor)
         batch = Replay.take(info)
         info.delivered += 1
-        if count and s.counting:
+        if count and s.counting and not info.counted_at_get:
             self._count(info, batch)
         return batch
 
@@ -242,6 +242,8 @@ class Calls:
             info = q.__dict__.get("_stallscope_q")
             if tid != tr.tid and info is not None and info.data:  # a thread that passes data on
                 tr.feeders[tid] = info.loaders[0] if info.loaders else None
+                if info.counts_for is not None:
+                    info.uncount()
             return orig(q, block, timeout)
         try:
             info = self._queue(q)

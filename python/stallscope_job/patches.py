@@ -27,7 +27,7 @@ import functools
 import threading
 import time
 
-from .records import UNSIZED, sizes
+from .records import UNSIZED
 from .records import batch_size_and_bytes as size
 
 get_ident = threading.get_ident
@@ -99,7 +99,7 @@ def _iterators(rt, patches: Patches, grad_enabled, tensor) -> None:
             if info is not None and info.plain and rt.tracker.feeders.get(tid) is info:
                 batch = orig_next(self)
                 info.delivered += 1
-                if rt.session.counting:
+                if rt.session.counting and not info.counted_at_get:
                     rt.count(info, batch)
                 return batch
         elif fast == tid:
@@ -159,7 +159,7 @@ def _queues(rt, patches: Patches, grad_enabled, tensor) -> None:
                     end = now()
                     synced = end if mark is now else mark()
                     try:
-                        got = sizes(item, tensor)
+                        got = None if item is None else size(item, tensor)  # records.sizes
                     except Exception as e:  # noqa: BLE001 (reported; the item goes to the script)
                         got = UNSIZED
                         rt.fail("reading a batch's size", e)

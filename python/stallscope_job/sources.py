@@ -83,6 +83,9 @@ class LoaderInfo(Source):
         self.replay_i = 0
         self.replay_facts = None
         self.threads = set()  # "training" / "other": who iterated it
+        # Its batches are counted where the training thread gets them from its queue, not by its
+        # feeder thread (see `count_at_gets`).
+        self.counted_at_get = False
 
     def label(self) -> str:
         return f"DataLoader #{self.index}" if self.index is not None else "a DataLoader built unseen"
@@ -117,6 +120,7 @@ class QueueInfo(Source):
         self.gets = 0
         self.last_feeder = None  # the feeder's loader of the last put seen (a put by it again: nothing new)
         self.fed_note = f"fed queue #{index}"
+        self.counts_for = None  # the one loader whose batches its gets count (see count_at_gets)
 
     def label(self) -> str:
         return f"queue #{self.index}"
@@ -125,3 +129,33 @@ class QueueInfo(Source):
         self.last_feeder = loader
         if loader is not None and loader not in self.loaders:
             self.loaders.append(loader)
+            if self.counts_for is not None:  # a second loader: each feeder counts its own again
+                self.uncount()
+            if loader.counted_at_get:  # a new queue of the same feeding (MONAI's, each epoch)
+                if len(self.loaders) == 1:
+                    self.counts_for = loader
+                else:
+                    loader.counted_at_get = False
+
+    def uncount(self) -> None:
+        """Its gets stop counting its loader's batches (a second loader feeds it, or a thread other
+        than the training thread takes from it): the loader's feeder counts them again."""
+        self.counts_for.counted_at_get = False
+        self.counts_for = None
+
+
+def count_at_gets(queues: list) -> None:
+    """Where a loader's batches are counted once counting starts (the memory record's samples and
+    the window's counts): a loader whose feeder thread puts only into data queues that the training
+    thread gets from, each fed by that loader alone, is counted at those gets (the get reads each
+    batch's size anyway); any other, by its feeder as it takes each batch. Decided when counting
+    starts, before anyone counts: no batch is counted twice or missed at the switch."""
+    fed: dict[int, list] = {}
+    for q in queues:
+        for loader in q.loaders:
+            fed.setdefault(id(loader), []).append(q)
+    for q in queues:
+        if q.data and q.gets and len(q.loaders) == 1 and all(
+                o.data and o.gets and len(o.loaders) == 1 for o in fed[id(q.loaders[0])]):
+            q.counts_for = q.loaders[0]
+            q.counts_for.counted_at_get = True

@@ -14,7 +14,7 @@ import threading
 from stallscope_steps import devices, peaks
 from stallscope_steps.clock import StepClock, now
 
-from . import cpu, memory
+from . import cpu, memory, sources
 from .replay import Replay
 from .training import FALLBACK_AFTER, Tracker
 
@@ -127,6 +127,7 @@ class Session:
         self.counting = True
         for info in self.rt.loader_infos():
             info.since_uss = [0, 0]
+        sources.count_at_gets(self.rt.queue_infos())
     def _needed(self) -> int:
         """Warm-up steps before the window may open."""
         if self.tracker.mode == "loader":

@@ -1024,6 +1024,10 @@ class TrainingThread(JobTest):
         self.assertEqual((loader["role"], loader["threads"]), ("training", ["other"]))
         self.assertIn("fed queue #0", {c["why"] for c in loader["classification"]})
         self.assertEqual(done["wait"]["loaders_iterated_elsewhere_unseen"], [])
+        # Counted where the training thread takes them (sources.count_at_gets): the window's 12.
+        (stats,) = run.one("memory")["loaders"]
+        self.assertEqual((stats["batches"], stats["samples"]), (12, 48))
+        self.assertGreaterEqual(stats["samples_since_uss_open"], 48)
 
     def test_replay_through_the_queue(self):
         """The loader's thread gathers and then replays: the training thread no longer waits."""
@@ -1046,6 +1050,9 @@ class TrainingThread(JobTest):
         done = run.one("done")
         self.assertGreaterEqual(len(done["queues"]), 4)  # one per epoch: 3 batches each
         self.assertEqual({q["role"] for q in done["queues"] if q["gets"]}, {"training"})
+        # Each epoch's new queue counts the loader's batches at its gets, as the first did.
+        (stats,) = run.one("memory")["loaders"]
+        self.assertEqual(stats["batches"], 12)
 
     def test_validation_under_no_grad_is_apart(self):
         run = result("validation_no_grad")
