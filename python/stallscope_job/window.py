@@ -128,6 +128,7 @@ class Session:
         for info in self.rt.loader_infos():
             info.since_uss = [0, 0]
         sources.count_at_gets(self.rt.queue_infos())
+
     def _needed(self) -> int:
         """Warm-up steps before the window may open."""
         if self.tracker.mode == "loader":
