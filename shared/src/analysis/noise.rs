@@ -115,13 +115,16 @@ pub struct RatioInterval {
     pub coverage: f64,
 }
 
-/// P(X ≤ k) for X ~ Binomial(n, ½).
+/// P(X ≤ k) for X ~ Binomial(n, ½). Each term is carried as its logarithm: ½ⁿ itself is 0 in
+/// an f64 from n = 1,075 on, which made every interval of that many ratios the median alone.
 fn binomial_half_cdf(n: usize, k: usize) -> f64 {
-    let mut term = 0.5f64.powi(n as i32);
+    let mut log_term = n as f64 * 0.5f64.ln();
     let mut sum = 0.0;
     for i in 0..=k.min(n) {
-        sum += term;
-        term *= (n - i) as f64 / (i + 1) as f64;
+        sum += log_term.exp();
+        if i < n {
+            log_term += ((n - i) as f64 / (i + 1) as f64).ln();
+        }
     }
     sum
 }

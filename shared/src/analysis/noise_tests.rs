@@ -94,6 +94,21 @@ fn the_interval_is_the_range_under_six_repeats_then_order_statistics() {
 }
 
 #[test]
+fn many_ratios_keep_an_interval() {
+    // ½ⁿ underflows an f64 past n = 1,074: the interval must still be the order statistics
+    // around n/2 ± 1.96·√n/2, not the median alone.
+    for n in [1_200usize, 5_000] {
+        let v: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let i = ratio_interval(&v).unwrap();
+        let half = 1.96 * (n as f64).sqrt() / 2.0;
+        let k = i.low as usize + 1;
+        assert!(((n as f64 / 2.0 - half) - k as f64).abs() <= 2.0, "n {n}: k {k}");
+        assert_eq!(i.high as usize, n - k, "n {n}");
+        assert!(i.coverage >= 0.95 && i.coverage < 0.96, "n {n}: {}", i.coverage);
+    }
+}
+
+#[test]
 fn the_floor_is_the_largest_a_a_deviation_at_least_two_percent() {
     assert!((floor_of(&[1.05, 0.97]).unwrap() - 0.05).abs() < 1e-12);
     assert!((floor_of(&[0.9, 1.01]).unwrap() - (1.0 / 0.9 - 1.0)).abs() < 1e-12);
