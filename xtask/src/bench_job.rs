@@ -1,4 +1,5 @@
-//! `cargo xtask bench job-overhead [--pairs N] [--steps N] [--debug]`: what `stallscope job`'s
+//! `cargo xtask bench job-overhead [--pairs N] [--steps N] [--rounds N] [--debug]`: what
+//! `stallscope job`'s
 //! whole-run instrumentation costs a training step, against the same script uninstrumented.
 //!
 //! One script, `fixtures/job/train_self_timed.py` (an MLP trained on the CPU from an in-memory
@@ -12,7 +13,8 @@
 //! mean of the same steps, as a check that both measure the same thing. Last, in one process,
 //! `python -m stallscope_job.overhead --micro`, for the plain loop and the background-thread
 //! loop: the same training loop with the instrumentation's patches installed and removed in
-//! turn (400 rounds, each a pair of 10-step chunks, on-off then off-on), free of the noise
+//! turn (1,200 rounds by default, each a pair of 10-step chunks, on-off then off-on: the
+//! interval of 400 was ±0.3 points wide on this machine, too wide to place ~1%), free of the noise
 //! between processes; per loop, the median pair's share with its 95% interval, beside the same
 //! script with nothing installed (A/A). It decides the goal (under 1% of each loop's step: met
 //! when every loop's interval lies under it, not met when one lies over); the pairs of
@@ -40,6 +42,7 @@ const GOAL: f64 = 0.01;
 struct Args {
     pairs: usize,
     steps: u32,
+    rounds: u32,
     debug: bool,
 }
 
@@ -47,6 +50,7 @@ fn parse(args: &[String]) -> Result<Args> {
     let mut out = Args {
         pairs: 10,
         steps: 500,
+        rounds: MICRO_ROUNDS,
         debug: false,
     };
     let mut it = args.iter();
@@ -64,9 +68,14 @@ fn parse(args: &[String]) -> Result<Args> {
                 out.steps =
                     u32::try_from(positive("--steps", it.next())?).context("--steps: too large")?
             }
+            "--rounds" => {
+                out.rounds = u32::try_from(positive("--rounds", it.next())?)
+                    .context("--rounds: too large")?
+            }
             "--debug" => out.debug = true,
             other => bail!(
-                "bench job-overhead: unknown argument {other:?} (--pairs N, --steps N, --debug)"
+                "bench job-overhead: unknown argument {other:?} \
+                 (--pairs N, --steps N, --rounds N, --debug)"
             ),
         }
     }
@@ -277,12 +286,13 @@ fn loop_cost(v: &Value, key: &str) -> Result<LoopCost> {
     })
 }
 
-/// Rounds of `--micro` (each a pair of chunks, one on and one off) and steps per chunk.
-const MICRO_ROUNDS: u32 = 400;
+/// Rounds of `--micro` by default (each a pair of chunks, one on and one off; `--rounds`) and
+/// steps per chunk.
+const MICRO_ROUNDS: u32 = 1200;
 const MICRO_CHUNK: u32 = 10;
 
 /// `python -m stallscope_job.overhead --micro`.
-fn micro(repo: &Path, python: &Path) -> Result<Micro> {
+fn micro(repo: &Path, python: &Path, rounds: u32) -> Result<Micro> {
     let text = Cmd::new(python)
         .env("PYTHONPATH", repo.join("python"))
         .args([
@@ -290,7 +300,7 @@ fn micro(repo: &Path, python: &Path) -> Result<Micro> {
             "stallscope_job.overhead",
             "--micro",
             "--rounds",
-            &MICRO_ROUNDS.to_string(),
+            &rounds.to_string(),
             "--chunk",
             &MICRO_CHUNK.to_string(),
         ])
@@ -353,7 +363,8 @@ pub(crate) fn run(repo: &Path, args: &[String]) -> Result<()> {
     }
     let load_after = load();
     eprintln!("job-overhead: the proxy in one process (python -m stallscope_job.overhead --micro)");
-    let micro = micro(repo, &python).context("python -m stallscope_job.overhead --micro");
+    let micro =
+        micro(repo, &python, args.rounds).context("python -m stallscope_job.overhead --micro");
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let text = render(&Report {
         pairs: &pairs,
@@ -615,9 +626,16 @@ mod tests {
     #[test]
     fn arguments_and_their_defaults() {
         let a = parse(&[]).unwrap();
-        assert_eq!((a.pairs, a.steps, a.debug), (10, 500, false));
-        let a = parse(&strings(&["--pairs", "4", "--debug", "--steps", "20"])).unwrap();
-        assert_eq!((a.pairs, a.steps, a.debug), (4, 20, true));
+        assert_eq!(
+            (a.pairs, a.steps, a.rounds, a.debug),
+            (10, 500, 1200, false)
+        );
+        let a = parse(&strings(&[
+            "--pairs", "4", "--debug", "--steps", "20", "--rounds", "40",
+        ]));
+        let a = a.unwrap();
+        assert_eq!((a.pairs, a.steps, a.rounds, a.debug), (4, 20, 40, true));
+        assert!(parse(&strings(&["--rounds", "0"])).is_err());
         assert!(parse(&strings(&["--pairs", "0"])).is_err());
         assert!(parse(&strings(&["--steps"])).is_err());
         assert!(parse(&strings(&["--what"])).is_err());
