@@ -102,9 +102,16 @@ fn many_ratios_keep_an_interval() {
         let i = ratio_interval(&v).unwrap();
         let half = 1.96 * (n as f64).sqrt() / 2.0;
         let k = i.low as usize + 1;
-        assert!(((n as f64 / 2.0 - half) - k as f64).abs() <= 2.0, "n {n}: k {k}");
+        assert!(
+            ((n as f64 / 2.0 - half) - k as f64).abs() <= 2.0,
+            "n {n}: k {k}"
+        );
         assert_eq!(i.high as usize, n - k, "n {n}");
-        assert!(i.coverage >= 0.95 && i.coverage < 0.96, "n {n}: {}", i.coverage);
+        assert!(
+            i.coverage >= 0.95 && i.coverage < 0.96,
+            "n {n}: {}",
+            i.coverage
+        );
     }
 }
 
