@@ -120,8 +120,23 @@ def _iterators(rt, patches: Patches, grad_enabled, tensor) -> None:
                     tr.depth = 0
                 end = now()
                 synced = end if mark is now else mark()
-                try:
-                    got = size(batch, tensor)
+                try:  # the batch's size: records.batch_size_and_bytes's usual case, inline (the
+                    # call ran cold; `cargo xtask bench job-overhead`, docs/benchmarks.md)
+                    got = None
+                    if type(batch) is tuple or type(batch) is list:
+                        first, total = None, 0
+                        for t in batch:
+                            if type(t) is not tensor:
+                                break
+                            if first is None:
+                                shape = t.shape
+                                if shape:
+                                    first = shape[0]
+                            total += t.nbytes
+                        else:
+                            got = (first, total)
+                    if got is None:
+                        got = size(batch, tensor)
                 except Exception as e:  # noqa: BLE001 (reported; the batch goes to the script)
                     got = UNSIZED
                     rt.fail("reading a batch's size", e)
