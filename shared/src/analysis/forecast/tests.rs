@@ -238,3 +238,63 @@ fn a_main_process_alone_is_held_to_the_limit() {
     assert!(m.basis.contains("in the window"), "{}", m.basis);
     assert_eq!(f.fits, Some(false));
 }
+
+/// FakeData's shape (pytorch/examples' imagenet `--dummy`): two workers, 240 samples in the
+/// window, +30 KiB per sample read (3.5 MiB each, inside the 4 MiB noise), of a 1.28 M-sample
+/// epoch.
+fn fake_data_window() -> ForecastInputs {
+    let open = 200 * MIB;
+    ForecastInputs {
+        workers: 2,
+        prefetch_factor: Some(2),
+        batch_bytes: Some(600 * KIB),
+        start_method: Some("fork".into()),
+        shuffle: Some(false),
+        dataset_len: Some(1_281_167),
+        samples_before_window: 80,
+        samples_in_window: 240,
+        main_rss_bytes: Some(GIB),
+        workers_uss: (0..2)
+            .map(|w| WorkerWindow {
+                worker_id: w,
+                uss_at_open_bytes: open,
+                uss_bytes: open + 120 * 30 * KIB,
+            })
+            .collect(),
+        ..ForecastInputs::default()
+    }
+}
+
+#[test]
+fn a_misfit_by_a_growth_inside_the_noise_does_not_skip_the_configuration() {
+    let l = limits(8 * GIB, 24 * GIB, "/proc/meminfo MemTotal");
+    let f = forecast(&fake_data_window(), Some(&l));
+    // The figure is the extrapolation, as before (and as `validate` recomputes it) ...
+    assert!(f.memory_epoch_end.as_ref().unwrap().bytes > 24 * GIB);
+    assert_eq!(f.fits, Some(false));
+    // ... but it rests on 3.5 MiB per worker, which the window cannot tell from no growth.
+    assert_eq!(would_not_fit(&f), None, "{}", f.verdict);
+    assert!(
+        f.verdict.ends_with(
+            "; but the workers' growth over the window (3.5 MiB each over 120 samples) is \
+             within the 4.0 MiB a worker's memory moves anyway: the window cannot tell it from \
+             no growth (a longer window, `--steps`, would)"
+        ),
+        "{}",
+        f.verdict
+    );
+    // Past the noise the misfit stands: 7 MiB each over the same window.
+    let mut real = fake_data_window();
+    for w in &mut real.workers_uss {
+        w.uss_bytes = w.uss_at_open_bytes + 120 * 60 * KIB;
+    }
+    let f = forecast(&real, Some(&l));
+    assert!(matches!(
+        would_not_fit(&f),
+        Some(Failure::WouldNotFit {
+            resource: Resource::Memory,
+            ..
+        })
+    ));
+    assert!(!f.verdict.contains("cannot tell"), "{}", f.verdict);
+}
