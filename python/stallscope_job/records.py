@@ -71,7 +71,9 @@ def sizes(item, tensor_type) -> tuple[int | None, int] | None:
 
 def batch_size_and_bytes(batch, tensor_type, max_depth: int = 8) -> tuple[int | None, int]:
     """(first dim of the first tensor found, bytes of all tensors), through tuples, lists and dicts."""
-    if type(batch) is tuple or type(batch) is list:  # the usual (x, y) of plain tensors, quickly
+    # The usual (x, y) of plain tensors, quickly; patches.py's DataLoader next() has this loop
+    # inline (a call there runs cold): change both.
+    if type(batch) is tuple or type(batch) is list:
         first, total = None, 0
         for t in batch:
             if type(t) is not tensor_type:
