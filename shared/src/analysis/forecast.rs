@@ -67,7 +67,7 @@ pub fn forecast(inputs: &ForecastInputs, limits: Option<&HostLimits>) -> Forecas
         verdict,
     };
     if let Some(why) = unsure_misfit(&out) {
-        out.verdict.push_str(&why);
+        out.verdict = out.verdict.replacen("would not fit: ", "may not fit: ", 1) + &why;
     }
     out
 }
@@ -132,8 +132,8 @@ fn floor_growth(f: &Forecast) -> Option<f64> {
 }
 
 /// A memory total that would not fit only by a growth inside the noise: the
-/// verdict's closing clause, which says so (and [`would_not_fit`] does not
-/// skip the configuration).
+/// verdict's closing clause, which says so (the verdict then opens "may not
+/// fit", and [`would_not_fit`] does not skip the configuration).
 fn unsure_misfit(f: &Forecast) -> Option<String> {
     let misfit = |fig: &Option<ForecastFigure>| {
         fig.as_ref()

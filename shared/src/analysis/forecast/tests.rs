@@ -274,6 +274,7 @@ fn a_misfit_by_a_growth_inside_the_noise_does_not_skip_the_configuration() {
     assert_eq!(f.fits, Some(false));
     // ... but it rests on 3.5 MiB per worker, which the window cannot tell from no growth.
     assert_eq!(would_not_fit(&f), None, "{}", f.verdict);
+    assert!(f.verdict.starts_with("may not fit: "), "{}", f.verdict);
     assert!(
         f.verdict.ends_with(
             "; but the workers' growth over the window (3.5 MiB each over 120 samples) is \
@@ -296,5 +297,6 @@ fn a_misfit_by_a_growth_inside_the_noise_does_not_skip_the_configuration() {
             ..
         })
     ));
+    assert!(f.verdict.starts_with("would not fit: "), "{}", f.verdict);
     assert!(!f.verdict.contains("cannot tell"), "{}", f.verdict);
 }
