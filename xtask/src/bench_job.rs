@@ -1,6 +1,6 @@
 //! `cargo xtask bench job-overhead [--pairs N] [--steps N] [--rounds N] [--debug]`: what
-//! `stallscope job`'s
-//! whole-run instrumentation costs a training step, against the same script uninstrumented.
+//! `stallscope job`'s whole-run instrumentation costs a training step, against the same script
+//! uninstrumented.
 //!
 //! One script, `fixtures/job/train_self_timed.py` (an MLP trained on the CPU from an in-memory
 //! DataLoader, a step of a few ms), times its own steps with the same clock reads whether it

@@ -135,10 +135,7 @@ fn floor_growth(f: &Forecast) -> Option<f64> {
 /// verdict's closing clause, which says so (the verdict then opens "may not
 /// fit", and [`would_not_fit`] does not skip the configuration).
 fn unsure_misfit(f: &Forecast) -> Option<String> {
-    let misfit = |fig: &Option<ForecastFigure>| {
-        fig.as_ref()
-            .is_some_and(|x| x.limit_bytes.is_some_and(|l| x.bytes > l))
-    };
+    let misfit = |fig: &Option<ForecastFigure>| fig.as_ref().is_some_and(|x| !fits(x));
     let unsure = (misfit(&f.memory_epoch_end) || misfit(&f.memory_across_epochs))
         && would_not_fit(f).is_none();
     if !unsure {
