@@ -27,11 +27,13 @@ import functools
 import threading
 import time
 
+from . import native
 from .records import UNSIZED
 from .records import batch_size_and_bytes as size
 
 get_ident = threading.get_ident
 now = time.perf_counter_ns
+NEXT, BACKWARD, HOOK, GET, PUT = 0, 1, 2, 3, 4  # the kinds of fastpath.c's make()
 
 
 class Patches:
@@ -74,15 +76,40 @@ def dataloader(rt, module, patches: Patches) -> None:
 
 
 def hot(rt, patches: Patches) -> None:
-    """The patches on the training path, installed when the process activates."""
+    """The patches on the training path, installed when the process activates; with the compiled
+    fast paths (native.py) in front of the iterators', backward's and the optimizer hook's."""
     import torch
 
-    _iterators(rt, patches, torch.is_grad_enabled, torch.Tensor)
-    _queues(rt, patches, torch.is_grad_enabled, torch.Tensor)
-    _training(rt, patches)
+    fast = native.load()
+    _iterators(rt, patches, torch.is_grad_enabled, torch.Tensor, fast)
+    _queues(rt, patches, torch.is_grad_enabled, torch.Tensor, fast)
+    _training(rt, patches, fast)
 
 
-def _iterators(rt, patches: Patches, grad_enabled, tensor) -> None:
+def _compiled(fast, kind: int, rt, orig, slow):
+    """The compiled fast path of `kind` in front of `slow` (its Python wrapper), or `slow` alone."""
+    import torch
+
+    if fast is None:
+        return slow
+    return fast.make(kind, rt, orig, slow, torch.Tensor, torch.is_grad_enabled, now)
+
+
+def _sized(rt, tensor):
+    """The compiled paths' size of an item that is not a tuple or list of tensors (an error
+    reported, as the Python paths do)."""
+
+    def sized(item):
+        try:
+            return size(item, tensor)
+        except Exception as e:  # noqa: BLE001 (reported; the batch goes to the script)
+            rt.fail("reading a batch's size", e)
+            return UNSIZED
+
+    return sized
+
+
+def _iterators(rt, patches: Patches, grad_enabled, tensor, fast) -> None:
     """Every DataLoader iterator's __next__: the training thread's fast path, a known feeder's, and
     the general one (runtime.Runtime.next)."""
     from torch.utils.data import dataloader as dl
@@ -147,10 +174,12 @@ def _iterators(rt, patches: Patches, grad_enabled, tensor) -> None:
             return orig_next(self)
         return rt.next(self, orig_next)
 
-    patches.replace(base, "__next__", __next__)
+    __next__.sized = _sized(rt, tensor)
+    __next__.failed = rt.fail  # (where, error): the compiled path's bookkeeping failed
+    patches.replace(base, "__next__", _compiled(fast, NEXT, rt, orig_next, __next__))
 
 
-def _queues(rt, patches: Patches, grad_enabled, tensor) -> None:
+def _queues(rt, patches: Patches, grad_enabled, tensor, fast) -> None:
     """queue.Queue.get (the training thread's fast path on a data queue, else the general one) and
     .put (a feeder's put marks a data queue; a put already seen costs a lookup)."""
     import queue
@@ -192,11 +221,13 @@ def _queues(rt, patches: Patches, grad_enabled, tensor) -> None:
                 rt.queue_put(self)
         return orig_put(self, item, block, timeout)
 
-    patches.replace(queue.Queue, "get", get)
-    patches.replace(queue.Queue, "put", put)
+    get.sized = _sized(rt, tensor)
+    get.failed = rt.fail
+    patches.replace(queue.Queue, "get", _compiled(fast, GET, rt, orig_get, get))
+    patches.replace(queue.Queue, "put", _compiled(fast, PUT, rt, orig_put, put))
 
 
-def _training(rt, patches: Patches) -> None:
+def _training(rt, patches: Patches, fast) -> None:
     """torch.autograd.backward (an event; the training thread's fast path), the optimizer step
     post-hook (the lead's step ends a training step), the worker shutdown (their peaks)."""
     import torch
@@ -216,7 +247,7 @@ def _training(rt, patches: Patches) -> None:
             rt.backward()
         return orig_backward(*args, **kwargs)
 
-    patches.replace(torch.autograd, "backward", backward)
+    patches.replace(torch.autograd, "backward", _compiled(fast, BACKWARD, rt, orig_backward, backward))
 
     def optimizer_post_hook(optimizer, _args, _kwargs):
         if rt.fast_tid != get_ident() or optimizer is not (tr := rt.tracker).lead:
@@ -227,5 +258,6 @@ def _training(rt, patches: Patches) -> None:
             return
         rt.step_ends()
 
-    patches.add(register_optimizer_step_post_hook(optimizer_post_hook).remove)
+    hook = _compiled(fast, HOOK, rt, None, optimizer_post_hook)
+    patches.add(register_optimizer_step_post_hook(hook).remove)
     patches.add(peaks.watch_shutdowns(rt.workers_ending))

@@ -11,7 +11,7 @@ import sys
 import traceback
 import weakref
 
-from . import PROTOCOL, lifecycle, patches, records
+from . import PROTOCOL, lifecycle, native, patches, records
 from .calls import Calls
 from .config import Config
 
@@ -124,7 +124,7 @@ class Runtime(Calls):
             "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
             "affinity_cpus": len(os.sched_getaffinity(0)),
             "clock": "time.perf_counter_ns for durations, time.monotonic_ns for mono_ns (both CLOCK_MONOTONIC on Linux)",
-            "activated_by": activated_by, "sigterm": sigterm,
+            "activated_by": activated_by, "sigterm": sigterm, "hooks": native.hooks(),
         }
 
     # ----------------------------------------------------------------- records and failures

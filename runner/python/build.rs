@@ -4,7 +4,8 @@
 //! any folder.
 use std::path::{Path, PathBuf};
 
-/// Every `.py` file under `dir`, recursively, sorted.
+/// Every `.py` file under `dir`, recursively, and the `.c` source the job
+/// compiles (`stallscope_job/fastpath.c`), sorted.
 fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
@@ -15,7 +16,7 @@ fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
             if p.file_name().is_some_and(|n| n != "__pycache__") {
                 python_files(&p, out);
             }
-        } else if p.extension().is_some_and(|x| x == "py") {
+        } else if p.extension().is_some_and(|x| x == "py" || x == "c") {
             out.push(p);
         }
     }
