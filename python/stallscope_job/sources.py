@@ -39,6 +39,15 @@ class Source:
             got[0] += 1
             got[1] += batches
 
+    def note_many(self, phase: str, role: str, why: str, bursts: int, batches: int) -> None:
+        """`bursts` notes at once, of `batches` batches in all."""
+        got = self.roles.get((phase, role, why))
+        if got is None:
+            self.roles[(phase, role, why)] = [bursts, batches]
+        else:
+            got[0] += bursts
+            got[1] += batches
+
     def training_batches(self, phase: str | None = None) -> int:
         return sum(n for (p, role, _), (_, n) in self.roles.items()
                    if role == "training" and (phase is None or p == phase))
@@ -98,6 +107,16 @@ class LoaderInfo(Source):
             w = self.window
             w[0] += 1
             w[1] += samples or 0
+            w[2] += nbytes
+
+    def count_many(self, batches: int, samples: int, nbytes: int, window: bool) -> None:
+        """`batches` batches at once, `samples` (unknown ones as 0) and `nbytes` in all."""
+        self.since_uss[0] += batches
+        self.since_uss[1] += samples
+        if window:
+            w = self.window
+            w[0] += batches
+            w[1] += samples
             w[2] += nbytes
 
     def refresh(self) -> None:

@@ -318,17 +318,56 @@ class Tracker:
 
     def drain(self, rows: list) -> None:
         """The quick ends so far, in order, made into the window's rows (what `resolve` and
-        `close_step` made of each at its end)."""
-        if not self.ended_quick:
+        `close_step` made of each at its end). The first ends the step in progress; each after it
+        is a step of one fetch, whose row is made here directly and whose counts and notes are
+        added per source at once (a flush drains about a hundred; docs/benchmarks.md)."""
+        quick = self.ended_quick
+        if not quick:
             return
         s = self.session
-        step, diagnostic, counting, credit = self.step, s.diagnostic, s.counting, self._credit
-        for t, wait, synced, (samples, nbytes), source, ended in self.ended_quick:
-            credit(step, wait, synced, samples, nbytes, source, ended, "window", counting)
-            rows.append(step.row(t, diagnostic))
-            step = Step(t)
-        self.step = step
-        self.ended_quick.clear()
+        counting = s.counting
+        t, wait, synced, (samples, nbytes), source, ended = quick[0]
+        step = self.step
+        self._credit(step, wait, synced, samples, nbytes, source, ended, "window", counting)
+        rows.append(step.row(t, s.diagnostic))
+        start = t
+        if s.diagnostic:  # (the quick end is whole-run's; kept exact should that change)
+            for t, wait, synced, (samples, nbytes), source, ended in quick[1:]:
+                step = Step(start)
+                self._credit(step, wait, synced, samples, nbytes, source, ended, "window", counting)
+                rows.append(step.row(t, True))
+                start = t
+            self.step = Step(start)
+            quick.clear()
+            return
+        tally: dict[tuple[int, bool], list] = {}
+        for t, wait, _, (samples, nbytes), source, ended in quick[1:]:
+            rows.append((t - start, wait, samples, nbytes, 1, 0))
+            start = t
+            got = tally.get((id(source), ended))
+            if got is None:
+                tally[(id(source), ended)] = [source, 1, samples or 0, nbytes]
+            else:
+                got[1] += 1
+                got[2] += samples or 0
+                got[3] += nbytes
+        for (_, ended), (source, n, samples, nbytes) in tally.items():
+            self._credit_many(source, ended, n, samples, nbytes, counting)
+        self.step = Step(start)
+        quick.clear()
+
+    @staticmethod
+    def _credit_many(source, ended: bool, n: int, samples: int, nbytes: int, counting: bool) -> None:
+        """`_credit`'s counts and notes of `n` one-fetch steps of `source` inside the window."""
+        if source.kind == "loader":
+            if counting:
+                source.count_many(n, samples, nbytes, True)
+        else:
+            for loader in source.loaders:
+                loader.note_many("window", "training", source.fed_note, n, n)
+            if counting and source.counts_for is not None:
+                source.counts_for.count_many(n, samples, nbytes, True)
+        source.note_many("window", "training", sources.ONLY if ended else sources.TRAINED, n, n)
 
     def _segment(self, log: list, i: int, j: int, t: int, step: Step | None, spans: list) -> None:
         """The fetches log[i:j], all between two events (the second at `t`)."""
