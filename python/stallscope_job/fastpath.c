@@ -48,21 +48,31 @@ static long long clock_ns(void) {
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* The tracker when `rt.fast_tid` is this thread, else NULL (no error set either way). */
-static PyObject *training_tracker(Fast *f) {
-    PyObject *tid = NULL, *tr = NULL;
-    if (LOOKUP(f->rt, s_fast_tid, &tid) < 0 || tid == NULL || tid == Py_None) goto no;
-    unsigned long v = PyLong_AsUnsignedLong(tid);
-    if (v == (unsigned long)-1 && PyErr_Occurred()) goto no;
-    if (v != PyThread_get_thread_ident()) goto no;
-    if (LOOKUP(f->rt, s_tracker, &tr) < 0 || tr == NULL || tr == Py_None) goto no;
-    Py_DECREF(tid);
-    return tr;
-no:
-    PyErr_Clear();
+/* Who calls: TRAINING (the training thread: `*tr` its tracker, a new reference), OTHER (another
+ * thread, the training thread known), or UNKNOWN (not known yet, or an error; none set). */
+enum { UNKNOWN, TRAINING, OTHER };
+static int caller(Fast *f, PyObject **tr) {
+    PyObject *tid = NULL;
+    int who = UNKNOWN;
+    *tr = NULL;
+    if (LOOKUP(f->rt, s_fast_tid, &tid) > 0 && tid != Py_None) {
+        unsigned long v = PyLong_AsUnsignedLong(tid);
+        if (!(v == (unsigned long)-1 && PyErr_Occurred()))
+            who = v == PyThread_get_thread_ident() ? TRAINING : OTHER;
+    }
     Py_XDECREF(tid);
-    Py_XDECREF(tr);
-    return NULL;
+    if (who == TRAINING && (LOOKUP(f->rt, s_tracker, tr) <= 0 || *tr == Py_None)) {
+        Py_CLEAR(*tr);
+        who = UNKNOWN;
+    }
+    PyErr_Clear();
+    return who;
+}
+
+/* The tracker when the training thread calls, else NULL (no error set either way). */
+static PyObject *training_tracker(Fast *f) {
+    PyObject *tr;
+    return caller(f, &tr) == TRAINING ? tr : NULL;
 }
 
 /* obj.name's truth: 1, 0, or -1 with an error. */
@@ -230,7 +240,8 @@ static PyObject *fetch_fast(Fast *f, PyObject *const *args, size_t nargsf, PyObj
     PyObject *et, *ev, *etb;
     PyErr_Fetch(&et, &ev, &etb); /* the call's exception, restored below */
     int ok = set_ll(tr, s_depth, 0) == 0;
-    int stopped = item == NULL && et != NULL && PyErr_GivenExceptionMatches(et, PyExc_StopIteration);
+    int stopped = f->kind == NEXT && item == NULL && et != NULL &&
+                  PyErr_GivenExceptionMatches(et, PyExc_StopIteration);
     PyObject *got = Py_NewRef(Py_None);
     if (ok && item != NULL && item != Py_None) {
         Py_SETREF(got, item_size(f, item));
@@ -304,23 +315,14 @@ static PyObject *feeder_next(Fast *f, PyObject *const *args, size_t nargsf, PyOb
 static PyObject *call_fetch(Fast *f, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (f->kind == GET ? nargs >= 1 && nargs <= 3 : nargs == 1 && kwnames == NULL) {
-        PyObject *tid = NULL;
-        int handled = 0;
-        PyObject *r = NULL;
-        if (LOOKUP(f->rt, s_fast_tid, &tid) > 0 && tid != Py_None) {
-            unsigned long fast = PyLong_AsUnsignedLong(tid);
-            if (!(fast == (unsigned long)-1 && PyErr_Occurred())) {
-                if (fast == PyThread_get_thread_ident()) {
-                    PyObject *tr = NULL;
-                    if (LOOKUP(f->rt, s_tracker, &tr) > 0 && tr != Py_None)
-                        r = fetch_fast(f, args, nargsf, kwnames, tr, &handled);
-                    Py_XDECREF(tr);
-                } else if (f->kind == NEXT) {
-                    r = feeder_next(f, args, nargsf, kwnames, &handled);
-                }
-            }
+        PyObject *tr, *r = NULL;
+        int handled = 0, who = caller(f, &tr);
+        if (who == TRAINING) {
+            r = fetch_fast(f, args, nargsf, kwnames, tr, &handled);
+            Py_DECREF(tr);
+        } else if (who == OTHER && f->kind == NEXT) {
+            r = feeder_next(f, args, nargsf, kwnames, &handled);
         }
-        Py_XDECREF(tid);
         if (handled) return r;
         PyErr_Clear();
     }

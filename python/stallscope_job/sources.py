@@ -32,12 +32,7 @@ class Source:
         self.it_ref = None
 
     def note(self, phase: str, role: str, why: str, batches: int) -> None:
-        got = self.roles.get((phase, role, why))
-        if got is None:
-            self.roles[(phase, role, why)] = [1, batches]
-        else:
-            got[0] += 1
-            got[1] += batches
+        self.note_many(phase, role, why, 1, batches)
 
     def note_many(self, phase: str, role: str, why: str, bursts: int, batches: int) -> None:
         """`bursts` notes at once, of `batches` batches in all."""
@@ -101,13 +96,7 @@ class LoaderInfo(Source):
 
     def count(self, samples: int | None, nbytes: int, window: bool) -> None:
         """One batch delivered (any thread), from the workers' USS read on (and in the window)."""
-        self.since_uss[0] += 1
-        self.since_uss[1] += samples or 0
-        if window:
-            w = self.window
-            w[0] += 1
-            w[1] += samples or 0
-            w[2] += nbytes
+        self.count_many(1, samples or 0, nbytes, window)
 
     def count_many(self, batches: int, samples: int, nbytes: int, window: bool) -> None:
         """`batches` batches at once, `samples` (unknown ones as 0) and `nbytes` in all."""

@@ -331,7 +331,7 @@ class Tracker:
         self._credit(step, wait, synced, samples, nbytes, source, ended, "window", counting)
         rows.append(step.row(t, s.diagnostic))
         start = t
-        if s.diagnostic:  # (the quick end is whole-run's; kept exact should that change)
+        if s.diagnostic:  # (its quick ends read the syncing mark: Python's; ten columns each)
             for t, wait, synced, (samples, nbytes), source, ended in quick[1:]:
                 step = Step(start)
                 self._credit(step, wait, synced, samples, nbytes, source, ended, "window", counting)
